@@ -405,6 +405,7 @@ fi
 # 2, ratings N(1500, 300), the default window (±100, +100 every 5 s, up to
 # ±1000); then every ticket read back: matched per second, time to match by
 # rating band, rating spread per match, team sizes (rsload's match scenario).
+# With production's party consent: each member joins its leader's party first.
 if want match; then
   cat > "$tmp/rules.yaml" <<'RULES'
 modes:
@@ -414,13 +415,16 @@ modes:
   mm3: {teams: 2, teamSize: 2}
 RULES
   export REALSYNC_MATCHMAKING_FILE=$tmp/rules.yaml
+  # production's party consent: each party member joins its leader's
+  # party before the leader's create, as a client accepting an invite does
+  export REALSYNC_PARTY_CONSENT=party
   start_rsd
   say "matchmaking: the machine's HTTP limit beside it (minimal Go handler)" ops -urls "http://$minimal" -mix healthz=1
-  mm() { "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -team-size 2 -clients 64 -duration 5m "$@"; }
+  mm() { "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -party-consent party -team-size 2 -clients 64 -duration 5m "$@"; }
   say "matchmaking: 100 000 tickets at once, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" mm
   for rate in 2000 3000; do
     start_rsd
     say "matchmaking: 100 000 tickets at $rate per second, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" mm -ticket-rate "$rate"
   done
-  unset REALSYNC_MATCHMAKING_FILE
+  unset REALSYNC_MATCHMAKING_FILE REALSYNC_PARTY_CONSENT
 fi

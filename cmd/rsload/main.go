@@ -90,6 +90,10 @@ type Config struct {
 	// the rules' team size (scripts/bench.sh's rules file: 2)
 	Tickets, Modes, Regions, Party, TeamSize int
 	TicketRate                               int // tickets per second; 0: as fast as they go
+	// PartyConsent (match): "party" or "follow", each party member
+	// consents that way before its leader's create, as a client accepting
+	// an invite does; "": only on a 403 PARTY_CONSENT_REQUIRED
+	PartyConsent string
 	// ops, open loop (openloop.go): steps started per second whatever the
 	// answers (0: closed loop, each client waits for its answer), at most
 	// MaxOutstanding in flight, waited for Drain after Duration; a step
@@ -131,6 +135,7 @@ func main() {
 	flag.IntVar(&c.Party, "party", 20, "match: percent of tickets that are parties of 2")
 	flag.IntVar(&c.TeamSize, "team-size", 2, "match: the team size of the modes' rules")
 	flag.IntVar(&c.TicketRate, "ticket-rate", 0, "match: tickets created per second (0: as fast as -clients go)")
+	flag.StringVar(&c.PartyConsent, "party-consent", "", "match: party or follow: each party member joins its leader's party (follows its leader) before the leader's create, as against realsyncd with REALSYNC_PARTY_CONSENT party (follow); empty: only when a create is refused 403 PARTY_CONSENT_REQUIRED")
 	flag.IntVar(&c.ArrivalRate, "arrival-rate", 0, "ops: open loop: start this many steps of the mix per second, whatever the answers (the clients take them in turn and may have several in flight); 0: closed loop, each client waits for its answer")
 	flag.IntVar(&c.MaxOutstanding, "max-outstanding", 20000, "ops with -arrival-rate: the generator's bound on steps in flight; a step due past it is skipped and counted")
 	flag.DurationVar(&c.Drain, "drain", 30*time.Second, "ops with -arrival-rate: how long to wait for the steps in flight after -duration; those still unanswered are cut and counted")
@@ -152,8 +157,9 @@ func main() {
 	if c.Streams == 0 && c.Scenario != "ops" {
 		c.Streams = 100
 	}
-	if c.Scenario == "match" && (c.Tickets < 1 || c.Modes < 1 || c.Regions < 1 || c.Party < 0 || c.Party > 100 || c.TeamSize < 1) {
-		fmt.Fprintln(os.Stderr, "rsload: -tickets, -modes, -regions, -team-size must be positive and -party 0..100")
+	if c.Scenario == "match" && (c.Tickets < 1 || c.Modes < 1 || c.Regions < 1 || c.Party < 0 || c.Party > 100 || c.TeamSize < 1 ||
+		c.PartyConsent != "" && c.PartyConsent != "party" && c.PartyConsent != "follow") {
+		fmt.Fprintln(os.Stderr, "rsload: -tickets, -modes, -regions, -team-size must be positive, -party 0..100 and -party-consent party, follow or empty")
 		os.Exit(2)
 	}
 	if c.ArrivalRate < 0 || c.ArrivalRate > 1_000_000 || c.MaxOutstanding < 1 || c.Drain < 0 || c.Drain > 10*time.Minute || c.GoodWithin <= 0 {

@@ -19,9 +19,10 @@ import (
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
 // parties of 2: -party percent; a party's member, a guest of its own,
-// joins its leader's party, or follows them, when the server asks a
-// party's consent, REALSYNC_PARTY_CONSENT party or follow), as fast as -clients workers create them
-// or at -ticket-rate per second, waits until the matchers emptied the
+// joins its leader's party, or follows them, before the leader's create
+// with -party-consent, or once the server refused the create for want of
+// it, REALSYNC_PARTY_CONSENT party or follow), as fast as -clients
+// workers create them or at -ticket-rate per second, waits until the matchers emptied the
 // queues or the rest stopped moving (the instances'
 // realsync_matchmaking_tickets, bounded by -duration), then reads every
 // ticket (those still searching again, until a read changes nothing: a
@@ -55,8 +56,11 @@ type MatchReport struct {
 	CreateSeconds                       float64
 	CreatedPerSecond                    float64
 	Matched, Expired, Searching, Errors int
-	MatchSpanSeconds                    float64 // first match to last
-	MatchedPerSecond                    float64 // tickets matched / span
+	// ConsentRefused: creates refused 403 PARTY_CONSENT_REQUIRED, sent
+	// again once the member consented
+	ConsentRefused   int
+	MatchSpanSeconds float64 // first match to last
+	MatchedPerSecond float64 // tickets matched / span
 	// Bulk99Seconds: first ticket created to the match of the 99th
 	// percentile matched ticket; Bulk99PerSecond: 99% of the matched
 	// tickets over it. PeakPerSecond: the busiest second's matched tickets.
@@ -135,7 +139,7 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		}
 	}
 	began := time.Now()
-	var failed atomic.Int64
+	var failed, refused atomic.Int64
 	parallel(ctx, c.Clients, len(ts), func(i int) error {
 		if c.TicketRate > 0 { // paced: ticket i leaves at i/rate
 			time.Sleep(time.Until(began.Add(time.Duration(i) * time.Second / time.Duration(c.TicketRate))))
@@ -153,18 +157,32 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 			}
 			body["partyUserIds"] = []string{member.UserID}
 		}
+		consent := func(how string) error {
+			if how == "follow" {
+				return call(ctx, "PUT", base+"/v1/me/following", member.Token, map[string]any{"userIds": []string{t.userID}}, nil)
+			}
+			return call(ctx, "PUT", base+"/v1/me/party", member.Token, map[string]any{"leaderUserId": t.userID}, nil)
+		}
+		if t.users == 2 && c.PartyConsent != "" {
+			if err := consent(c.PartyConsent); err != nil {
+				failed.Add(1)
+				fail("party consent", err)
+				return nil
+			}
+		}
 		var out struct{ Ticket struct{ TicketID string } }
 		err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out)
 		if e, ok := err.(*httpError); ok && e.code == "PARTY_CONSENT_REQUIRED" {
 			// a server that asks a party's consent (REALSYNC_PARTY_CONSENT
-			// party or follow): the member joins the leader's party, or
-			// follows them when the refusal says so, and the create goes
-			// again
-			consent, with := "/v1/me/party", map[string]any{"leaderUserId": t.userID}
+			// party or follow) the member did not give: the member joins
+			// the leader's party, or follows them when the refusal says
+			// so, and the create goes again
+			refused.Add(1)
+			how := "party"
 			if strings.Contains(e.detail, "/v1/me/following") {
-				consent, with = "/v1/me/following", map[string]any{"userIds": []string{t.userID}}
+				how = "follow"
 			}
-			if cerr := call(ctx, "PUT", base+consent, member.Token, with, nil); cerr != nil {
+			if cerr := consent(how); cerr != nil {
 				failed.Add(1)
 				fail("party consent", cerr)
 				return nil
@@ -182,6 +200,7 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 	rep.CreateSeconds = time.Since(began).Seconds()
 	rep.CreatedPerSecond = float64(len(ts)-int(failed.Load())) / rep.CreateSeconds
 	rep.Errors = int(failed.Load())
+	rep.ConsentRefused = int(refused.Load())
 
 	// wait for the queues to empty, or to settle: the same number searching
 	// for 15 s once the windows reached their widest (the rest cannot form
@@ -412,6 +431,9 @@ func parallel(ctx context.Context, workers, n int, f func(i int) error) error {
 func (rep MatchReport) print(w io.Writer) {
 	fmt.Fprintf(w, "tickets %d (users %d, parties of 2: %d), created in %.1f s: %.0f tickets/s, %d errors\n",
 		rep.Tickets, rep.Users, rep.Parties, rep.CreateSeconds, rep.CreatedPerSecond, rep.Errors)
+	if rep.ConsentRefused > 0 {
+		fmt.Fprintf(w, "%d creates refused for a party member's consent, sent again once given\n", rep.ConsentRefused)
+	}
 	fmt.Fprintf(w, "matched %d, expired %d, still searching %d; %d matches\n", rep.Matched, rep.Expired, rep.Searching, rep.Matches)
 	fmt.Fprintf(w, "matching: 99%% of the matched tickets in %.1f s from the first ticket: %.0f tickets matched/s; busiest second %d; all: %.0f/s over %.1f s (first match to last)\n",
 		rep.Bulk99Seconds, rep.Bulk99PerSecond, rep.PeakPerSecond, rep.MatchedPerSecond, rep.MatchSpanSeconds)

@@ -99,11 +99,13 @@ func TestReadBackSeesAMatchMadeDuringTheRead(t *testing.T) {
 // own, and 6 solos, in pairs).
 func TestMatchRunGivesThePartysConsent(t *testing.T) {
 	for _, mode := range []string{"party", "follow"} {
-		t.Run(mode, func(t *testing.T) { testMatchRunGivesThePartysConsent(t, mode) })
+		t.Run(mode, func(t *testing.T) { testMatchRunGivesThePartysConsent(t, mode, "") })
+		// -party-consent: given before the create, none refused
+		t.Run(mode+"/before", func(t *testing.T) { testMatchRunGivesThePartysConsent(t, mode, mode) })
 	}
 }
 
-func testMatchRunGivesThePartysConsent(t *testing.T, consent string) {
+func testMatchRunGivesThePartysConsent(t *testing.T, consent, before string) {
 	st, err := store.Open(context.Background(), store.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +144,16 @@ func testMatchRunGivesThePartysConsent(t *testing.T, consent string) {
 		matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: mc, Rooms: st, Notifier: mc.Queue.(matchmaking.Notifier), Holder: "t", Interval: 50 * time.Millisecond}).Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
-	rep, err := runMatch(ctx, Config{URLs: []string{srv.URL}, Clients: 2, Tickets: 14, Modes: 1, Regions: 1, Party: 50, Duration: 30 * time.Second})
+	rep, err := runMatch(ctx, Config{URLs: []string{srv.URL}, Clients: 2, Tickets: 14, Modes: 1, Regions: 1, Party: 50, Duration: 30 * time.Second,
+		PartyConsent: before})
 	if err != nil || rep.Errors != 0 || rep.Parties == 0 || rep.Matched != rep.Tickets {
 		t.Fatalf("%v: %d errors (%v), %d parties, %d of %d tickets matched; want none, some, all", err, rep.Errors, rep.ErrorCodes, rep.Parties, rep.Matched, rep.Tickets)
+	}
+	want := rep.Parties // each party's create refused once, then sent again
+	if before != "" {
+		want = 0
+	}
+	if rep.ConsentRefused != want {
+		t.Fatalf("%d creates refused for consent, want %d", rep.ConsentRefused, want)
 	}
 }
