@@ -218,7 +218,8 @@ func (m *Matcher) Run(ctx context.Context) {
 // Round is one tick, its leases renewed (renewing) and the modes listed
 // again (without starting passes) every third of LeaseTTL until the
 // passes it started are over; it returns the modes whose lease this
-// instance holds then, having reported each one's queue (Searching): a
+// instance holds then, having reported each one's queue (Searching; not
+// a mode whose pass ctx's end stopped): a
 // mode whose lease another instance took during its pass is not held
 // (Released), nor is one whose pass was cut (at PassTimeout; a pass that
 // ctx's end stopped leaves its mode held, its lease to lapse or renew). Errors are logged, but those
@@ -641,6 +642,9 @@ func (m *Matcher) lease(ctx context.Context, mode string, renew bool) (bool, err
 	return ok, err
 }
 
+// errPassTimeout is the cause of a pass's context ended at PassTimeout.
+var errPassTimeout = errors.New("matchmaking: the pass ran past PassTimeout")
+
 // passMode runs mode's pass under pctx (which ends when its lease is
 // lost: p.lost), and reports its queue (Searching) while the lease is
 // held. A pass cut at PassTimeout (cut true: its caller gives the lease
@@ -649,12 +653,12 @@ func (m *Matcher) lease(ctx context.Context, mode string, renew bool) (bool, err
 // what it left pending. A pass whose lease was lost ends at once: the
 // holder now completes and repairs its matches.
 func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (cut, busy bool) {
-	tctx, cancel := context.WithTimeout(pctx, m.cfg.PassTimeout)
+	tctx, cancel := context.WithTimeoutCause(pctx, m.cfg.PassTimeout, errPassTimeout)
 	busy, err := m.pass(tctx, mode, p)
 	// cut by PassTimeout itself, not by pctx's end (a lost lease, a
 	// shutdown, a Round's own deadline: those end the pass, the lease
-	// left as it is)
-	cut = errors.Is(tctx.Err(), context.DeadlineExceeded) && pctx.Err() == nil
+	// left as it is); whichever came first is the cause
+	cut = errors.Is(context.Cause(tctx), errPassTimeout)
 	cancel()
 	if err != nil && ctx.Err() == nil && !p.lost.Load() {
 		m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)

@@ -213,7 +213,10 @@ namespace RealSync
         public void Start()
         {
             if (Interlocked.Exchange(ref started, 1) == 1) return;
-            Volatile.Write(ref running, Task.Run(() => Run()));
+            // published before it starts, so that a CloseAsync meanwhile waits for it
+            var loop = new Task<Task>(Run);
+            Volatile.Write(ref running, loop.Unwrap());
+            loop.Start(TaskScheduler.Default);
         }
 
         /// <summary>DispatchPending applies the queued events and raises their C# events on the caller's thread (LiveDispatch.Queue); returns how many.</summary>
@@ -253,7 +256,9 @@ namespace RealSync
         /// CloseAsync closes the stream (Close) and completes once its connection is let go: the
         /// request ended, its timers disposed. A program that exits right after closing a stream
         /// awaits it: Mono aborts its timer thread at exit, and a connection still winding down then
-        /// could crash the exit (an aborted sort of the timers rethrown). Never fails.
+        /// could crash the exit (an aborted sort of the timers rethrown). Never fails. Await it,
+        /// never block on it from an event handler: with Immediate dispatch the loop it waits
+        /// for is the one running that handler.
         /// </summary>
         public Task CloseAsync()
         {
