@@ -2491,9 +2491,8 @@ type ClientInterface interface {
 	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
-	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-	// runs with `none`, and its service names only the players who
-	// agreed).
+	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+	// player).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2518,9 +2517,8 @@ type ClientInterface interface {
 	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
-	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-	// runs with `none`, and its service names only the players who
-	// agreed).
+	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+	// player).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4297,9 +4295,8 @@ func (c *APIClient) GetParty(ctx context.Context, reqEditors ...RequestEditorFn)
 // `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
-// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-// runs with `none`, and its service names only the players who
-// agreed).
+// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+// player).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4334,9 +4331,8 @@ func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, b
 // `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
-// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-// runs with `none`, and its service names only the players who
-// agreed).
+// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+// player).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8283,9 +8279,8 @@ type ClientWithResponsesInterface interface {
 	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
-	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-	// runs with `none`, and its service names only the players who
-	// agreed).
+	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+	// player).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8310,9 +8305,8 @@ type ClientWithResponsesInterface interface {
 	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
-	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-	// runs with `none`, and its service names only the players who
-	// agreed).
+	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+	// player).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14975,9 +14969,8 @@ func (c *ClientWithResponses) GetPartyWithResponse(ctx context.Context, reqEdito
 // `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
-// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-// runs with `none`, and its service names only the players who
-// agreed).
+// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+// player).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15008,9 +15001,8 @@ func (c *ClientWithResponses) JoinPartyWithBodyWithResponse(ctx context.Context,
 // `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
-// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-// runs with `none`, and its service names only the players who
-// agreed).
+// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+// player).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -1163,9 +1163,8 @@ export interface paths {
          *     `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
          *     `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
          *     user id, an API key's, or the caller's. Players only: an API key
-         *     is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
-         *     runs with `none`, and its service names only the players who
-         *     agreed).
+         *     is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
+         *     player).
          */
         put: operations["joinParty"];
         post?: never;
