@@ -267,17 +267,32 @@ func seedOf(u rooms.User, p TicketParams) (string, error) {
 }
 
 // consent checks that each of party consents to u, its leader, naming
-// them (Config.Consent; nil: nothing checked).
+// them (Config.Consent; nil: nothing checked): every member's answer at
+// once (a round trip to each member's slot), the first refusal or error
+// in the party's order the outcome.
 func (s *Service) consent(ctx context.Context, u rooms.User, party []string) error {
 	if s.cfg.Consent == nil {
 		return nil
 	}
-	for i, uid := range party {
-		ok, err := s.cfg.Consent.Consents(ctx, uid, u.ID)
-		if err != nil {
-			return err
+	type answer struct {
+		ok  bool
+		err error
+	}
+	answers := make([]answer, len(party))
+	members := make([]int, len(party))
+	for i := range members {
+		members[i] = i
+	}
+	concurrently(members, completeConcurrency, func(i int) error {
+		ok, err := s.cfg.Consent.Consents(ctx, party[i], u.ID)
+		answers[i] = answer{ok, err}
+		return nil
+	})
+	for i, a := range answers {
+		if a.err != nil {
+			return a.err
 		}
-		if !ok {
+		if !a.ok {
 			return fmt.Errorf("the party member partyUserIds.%d %s: %w", i, s.cfg.Consent.Refusal(), ErrPartyConsent)
 		}
 	}

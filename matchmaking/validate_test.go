@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,6 +153,7 @@ func TestPartyConsent(t *testing.T) {
 		{name: "NoParty", consent: follows{}, want: errReached},
 		{name: "AllFollow", consent: consenting, party: []string{"a", "b"}, want: errReached},
 		{name: "OneDoesNot", consent: consenting, party: []string{"a", "c", "b"}, want: ErrPartyConsent, detail: "partyUserIds.1 does not follow you"},
+		{name: "TwoDoNot", consent: consenting, party: []string{"a", "c", "d"}, want: ErrPartyConsent, detail: "partyUserIds.1 does not follow you"},
 		{name: "LookupFails", consent: follows{err: rooms.ErrUnavailable}, party: []string{"a"}, want: rooms.ErrUnavailable},
 		// a keyed create run again: its first run's ticket, whatever the
 		// follows say now (its consent asked then)
@@ -183,5 +185,46 @@ func TestPartyConsent(t *testing.T) {
 				t.Fatalf("Validate: %v, want %v", verr, tc.want)
 			}
 		})
+	}
+}
+
+// together is a Consent whose answers wait until n lookups are under way
+// at once (1 s at most: then it fails them).
+type together struct {
+	n       int
+	mu      sync.Mutex
+	arrived chan struct{}
+}
+
+func (c *together) Consents(ctx context.Context, _, _ string) (bool, error) {
+	c.mu.Lock()
+	if c.n--; c.n == 0 {
+		close(c.arrived)
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.arrived:
+		return true, nil
+	case <-time.After(time.Second):
+		return false, errors.New("the lookups came one after the other")
+	}
+}
+
+func (*together) Refusal() string { return "" }
+
+// A party's members are asked at once, not one round trip after the
+// other.
+func TestPartyConsentAsksTheMembersAtOnce(t *testing.T) {
+	rs, err := ParseRules([]byte("modes:\n  big: {minPlayers: 2, maxPlayers: 8}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	party := []string{"a", "b", "c", "d", "e"}
+	svc, err := NewService(Config{Queue: noQueue{}, Rules: rs, Consent: &together{n: len(party), arrived: make(chan struct{})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Validate(t.Context(), rooms.User{ID: "leader", Name: "l"}, TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: party}); err != nil {
+		t.Fatal(err)
 	}
 }
