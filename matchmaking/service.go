@@ -172,12 +172,10 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	}
 	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode, seed), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
 		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}
-	if seed != "" {
-		if first, err := s.cfg.Queue.Get(ctx, t.ID); err == nil {
-			return s.view(first, r), nil // the key's first run queued it
-		} else if !errors.Is(err, ErrTicketNotFound) {
-			return Ticket{}, err
-		}
+	if first, ok, err := s.firstRun(ctx, p.Mode, seed); err != nil {
+		return Ticket{}, err
+	} else if ok {
+		return s.view(first, r), nil
 	}
 	// after the key's first run is looked up: its consent was asked then
 	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
@@ -238,19 +236,30 @@ func (s *Service) Validate(ctx context.Context, u rooms.User, p TicketParams) er
 	if s.cfg.Consent == nil || len(p.PartyUserIDs) == 0 {
 		return nil
 	}
-	if seed, err := seedOf(u, p); err != nil {
+	seed, err := seedOf(u, p)
+	if err != nil {
 		return err
-	} else if seed != "" {
-		// a keyed create run again (its first run's answer lost): the
-		// first run asked its party's consent, and Create answers its
-		// ticket whatever its members' consent says now
-		if _, err := s.cfg.Queue.Get(ctx, s.cfg.Queue.NewID(p.Mode, seed)); err == nil {
-			return nil
-		} else if !errors.Is(err, ErrTicketNotFound) {
-			return err
-		}
+	}
+	// a keyed create run again (its first run's answer lost): the first
+	// run asked its party's consent, and Create answers its ticket
+	// whatever its members' consent says now
+	if _, ok, err := s.firstRun(ctx, p.Mode, seed); err != nil || ok {
+		return err
 	}
 	return s.consent(ctx, u, p.PartyUserIDs)
+}
+
+// firstRun is the ticket of mode that a keyed create's first run queued
+// (seed: seedOf's), if any: ok false for an unkeyed create ("").
+func (s *Service) firstRun(ctx context.Context, mode, seed string) (t Ticket, ok bool, err error) {
+	if seed == "" {
+		return Ticket{}, false, nil
+	}
+	t, err = s.cfg.Queue.Get(ctx, s.cfg.Queue.NewID(mode, seed))
+	if errors.Is(err, ErrTicketNotFound) {
+		return Ticket{}, false, nil
+	}
+	return t, err == nil, err
 }
 
 // seedOf is the seed of the id of u's ticket of p (Queue.NewID): of its
