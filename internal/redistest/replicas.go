@@ -275,51 +275,6 @@ func CutReplication(ctx context.Context, master *Server) error {
 	return cl.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err()
 }
 
-// RestoreReplication undoes CutReplication: master allows its replicas'
-// resynchronization again, and the replication links are opened afresh
-// from both ends (master drops its replicas' connections, each replica
-// its master's), until every replica has every write master took, within
-// wait. A link that came up while it was refused can stay listed online
-// without ever acknowledging (offset 0, 1 run of 4 when only master
-// dropped its side): so each try drops both sides, and a try that is not
-// in sync within a third of wait is made again.
-func (c *Cluster) RestoreReplication(ctx context.Context, master *Server, wait time.Duration) error {
-	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
-	defer mc.Close()
-	if err := mc.Do(ctx, "ACL", "SETUSER", "default", "+psync", "+sync").Err(); err != nil {
-		return err
-	}
-	var err error
-	for range 3 {
-		info, ierr := mc.Info(ctx, "replication").Result()
-		if ierr != nil {
-			return ierr
-		}
-		n, _ := strconv.Atoi(infoField(info, "connected_slaves"))
-		for i := range n {
-			// slaveN:ip=127.0.0.1,port=P,...
-			var ip, port string
-			for f := range strings.SplitSeq(infoField(info, "slave"+strconv.Itoa(i)), ",") {
-				if v, ok := strings.CutPrefix(f, "ip="); ok {
-					ip = v
-				} else if v, ok := strings.CutPrefix(f, "port="); ok {
-					port = v
-				}
-			}
-			rc := redis.NewClient(&redis.Options{Addr: ip + ":" + port})
-			rc.Do(ctx, "CLIENT", "KILL", "TYPE", "master") //nolint:errcheck // a replica whose link is down already
-			rc.Close()
-		}
-		if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-			return err
-		}
-		if err = c.WaitReplicated(master, wait/3); err == nil {
-			return nil
-		}
-	}
-	return err
-}
-
 // WaitMaster polls s (every 10 ms) until it reports the master role and
 // returns when it first did.
 func WaitMaster(s *Server, timeout time.Duration) (time.Time, error) {

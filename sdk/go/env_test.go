@@ -73,14 +73,16 @@ func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
 // stops it. For tests (newServer) and examples (which have no T).
 func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, stop func(), err error) {
 	var stops []func()
-	stop = func() {
+	// not stop itself: a failure's return sets stop to nil before the
+	// deferred call reads it
+	cleanup := func() {
 		for _, f := range slices.Backward(stops) {
 			f()
 		}
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			cleanup()
 		}
 	}()
 	s = &server{streams: map[net.Conn]bool{}}
@@ -130,7 +132,7 @@ func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, s
 	s.srv.Start()
 	s.url = s.srv.URL
 	stops = append(stops, func() { hub.Close(); s.srv.Close() })
-	return s, stop, nil
+	return s, cleanup, nil
 }
 
 // connKey holds a request's connection in its context.

@@ -77,7 +77,9 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 	})
 	// the backoff's own delays stay short; its Max leaves room for the server's asks
 	c := rs.New(srv.URL, rs.WithToken("tok"), rs.WithBackoff(rs.Backoff{Base: 5 * time.Millisecond, Max: 2 * time.Second, Reset: time.Hour}))
-	st := c.Stream(ctx(t), "r1", rs.IdleTimeout(300*time.Millisecond))
+	// the idle timeout also bounds each answer's headers: 1 s leaves a
+	// loaded machine room for them, and is the silent connection's end
+	st := c.Stream(ctx(t), "r1", rs.IdleTimeout(time.Second))
 	defer st.Close()
 	var items []rs.Event
 	for ev := range st.Events() {
