@@ -4,6 +4,13 @@
 # their own servers on free loopback ports and stop them afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+script_began=$(date +%s)
+# Temporary files in memory when the machine has a tmpfs (and TMPDIR is not
+# set): the fuzz targets' workers share inputs through a file there, which a
+# 4 s run had the kernel write out to disk at 161 MiB (none on /dev/shm); on
+# a slow disk that writeback stalls every process that writes, the Redis
+# servers (their logs, a Cluster's nodes.conf, fsynced) and test binaries too.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 updated=""
@@ -80,6 +87,7 @@ trap stop_lanes EXIT
 echo "== the store package's test binary (race detector)"
 go test -race -c -o "$lanes/store.test" ./store/
 began=$(date +%s)
+echo "== the lanes start, $(( began - script_began )) s after the script did ($(date -u +%H:%M:%S) UTC)"
 lane() { # name function [live]: runs function in the background, its output in a file (or here, live)
   set -m # its own process group, stopped as one when this script is interrupted
   if [ "${3:-}" = live ]; then timed "$1" "$2" & else timed "$1" "$2" >"$lanes/$1.log" 2>&1 & fi
