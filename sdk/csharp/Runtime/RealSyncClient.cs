@@ -41,7 +41,7 @@ namespace RealSync
     /// cannot be reached, and OperationCanceledException when its
     /// CancellationToken is cancelled. Thread-safe.
     /// </summary>
-    public class RealSyncClient : IDisposable
+    public class RealSyncClient : IDisposable, IAsyncDisposable
     {
         /// <summary>The server's base URL, without a trailing slash.</summary>
         public string BaseUrl { get; }
@@ -831,16 +831,44 @@ namespace RealSync
         /// </summary>
         public void Dispose()
         {
-            LiveStream[] open;
+            var open = TakeStreams();
+            if (open == null) return;
+            foreach (var st in open) st.Close();
+            Release();
+        }
+
+        /// <summary>
+        /// DisposeAsync is Dispose that completes once every stream it closed let its connection go
+        /// (LiveStream.CloseAsync), and releases the HTTP handler only then: what a console program
+        /// or server awaits before it exits (<c>await using</c>, C# 8). Never fails; a client
+        /// disposed already completes at once. Await it, never block on it from an event handler.
+        /// </summary>
+        public ValueTask DisposeAsync()
+        {
+            var open = TakeStreams();
+            if (open == null) return default(ValueTask);
+            var closing = new Task[open.Length];
+            for (int i = 0; i < open.Length; i++) closing[i] = open[i].CloseAsync();
+            return new ValueTask(Task.WhenAll(closing).ContinueWith(_ => Release(), TaskScheduler.Default));
+        }
+
+        /// <summary>TakeStreams marks the client disposed and returns its open streams; null when it
+        /// was disposed already.</summary>
+        LiveStream[] TakeStreams()
+        {
             lock (streams)
             {
-                if (disposed) return;
+                if (disposed) return null;
                 disposed = true;
-                open = new LiveStream[streams.Count];
+                var open = new LiveStream[streams.Count];
                 streams.CopyTo(open);
                 streams.Clear();
+                return open;
             }
-            foreach (var st in open) st.Close();
+        }
+
+        void Release()
+        {
             http.Dispose();
             StreamHttp.Dispose();
             if (ownsHandler) handler.Dispose();

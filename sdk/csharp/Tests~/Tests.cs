@@ -77,6 +77,7 @@ static class Tests
             T("Party", () => Party(s)),
             T("Live_ClientDisposeClosesItsStreams", () => LiveClientDispose(s)),
             T("Live_CloseAsyncLetsTheConnectionGo", () => LiveCloseAsync(s)),
+            T("Live_ClientDisposeAsyncLetsItsConnectionsGo", () => LiveClientDisposeAsync(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
             T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
         };
@@ -1327,6 +1328,29 @@ static class Tests
         Check.True(await Task.WhenAny(closing, Task.Delay(10000)) == closing, "CloseAsync completed within 10 s");
         Check.True(live.IsClosed, "closed");
         Check.True(live.CloseAsync().IsCompleted, "closed already");
+    }
+
+    static async Task LiveClientDisposeAsync(Server s)
+    {
+        // DisposeAsync completes once every stream it closed let its connection go (what a console
+        // program awaits before it exits); a client disposed already completes at once.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("x")))).Room.Id;
+        var live = alice.Live(id);
+        var me = alice.Me("pc");
+        live.Start();
+        me.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted && me.Ready.IsCompleted, "both streams ready", live, me);
+        var disposing = alice.DisposeAsync().AsTask();
+        Check.True(await Task.WhenAny(disposing, Task.Delay(10000)) == disposing, "DisposeAsync completed within 10 s");
+        Check.True(live.CloseAsync().IsCompleted && me.CloseAsync().IsCompleted, "both connections let go when it completed");
+        Check.True(alice.DisposeAsync().IsCompleted, "disposed already");
+        try
+        {
+            await alice.GetRoomAsync(id);
+            throw new Check.CheckFailed("a disposed client sent a call");
+        }
+        catch (ObjectDisposedException) { }
     }
 
     static async Task LiveClientDispose(Server s)
