@@ -216,7 +216,9 @@ func runMatcher(t *testing.T, m *Matcher) {
 // find).
 func TestSlowListingLetsNoPassingLeaseLapse(t *testing.T) {
 	q := &stallQueue{}
-	const ttl = 300 * time.Millisecond
+	// renewals a third of the TTL apart: 1 s leaves a loaded machine's
+	// scheduling room, the gaps these tests guard against scale with it
+	const ttl = time.Second
 	runMatcher(t, NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", LeaseTTL: ttl,
 		PassTimeout: time.Minute, Interval: 10 * time.Millisecond}))
 	for p, _ := q.count(); p != 1; p, _ = q.count() {
@@ -258,7 +260,9 @@ func (q *hangingLeases) Lease(ctx context.Context, mode, h string, ttl time.Dura
 // between two renewals (a reviewer's find).
 func TestHangingLeaseCallsDelayNoOtherRenewal(t *testing.T) {
 	q := &hangingLeases{}
-	const ttl = 300 * time.Millisecond
+	// renewals a third of the TTL apart: 1 s leaves a loaded machine's
+	// scheduling room, the gaps these tests guard against scale with it
+	const ttl = time.Second
 	runMatcher(t, NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", LeaseTTL: ttl,
 		PassTimeout: time.Minute, Interval: 10 * time.Millisecond}))
 	since := time.Now()
@@ -279,12 +283,14 @@ func TestHangingLeaseCallsDelayNoOtherRenewal(t *testing.T) {
 // find).
 func TestCutPassDropsItsLeaseLast(t *testing.T) {
 	q := &stallQueue{leaseTime: 40 * time.Millisecond}
+	// a rest of 2 s: a loaded machine's stall while the test sleeps below
+	// must not end it
 	runMatcher(t, NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", LeaseTTL: 300 * time.Millisecond,
-		PassTimeout: 300 * time.Millisecond, Interval: 10 * time.Millisecond}))
-	deadline := time.Now().Add(5 * time.Second)
+		PassTimeout: 2 * time.Second, Interval: 10 * time.Millisecond}))
+	deadline := time.Now().Add(10 * time.Second)
 	for _, d := q.count(); d != 1; _, d = q.count() {
 		if time.Now().After(deadline) {
-			t.Fatal("the pass was not cut within 5 s")
+			t.Fatal("the pass was not cut within 10 s")
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -418,6 +424,24 @@ type sharedLeases struct {
 	mu     sync.Mutex
 	holder map[string]string
 	passed map[string]map[string]int // holder → mode → passes
+	took   []string                  // "holder mode" of every lease taken
+	stuck  int                       // passes stalled
+}
+
+// until polls cond (under l.mu) for up to 10 s.
+func (l *sharedLeases) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		ok := cond()
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+	}
 }
 
 // slotsQueue is an instance's view: modes s0..s3 and e; the passes of
@@ -437,6 +461,9 @@ func (q *slotsQueue) Lease(_ context.Context, mode, h string, _ time.Duration) (
 	if cur := q.l.holder[mode]; cur != "" && cur != h {
 		return false, nil
 	}
+	if q.l.holder[mode] != h {
+		q.l.took = append(q.l.took, h+" "+mode)
+	}
 	q.l.holder[mode] = h
 	return true, nil
 }
@@ -455,6 +482,9 @@ func (q *slotsQueue) DropLease(_ context.Context, mode, h string) error {
 }
 func (q *slotsQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
 	if q.stall && mode != "e" {
+		q.l.mu.Lock()
+		q.l.stuck++
+		q.l.mu.Unlock()
 		<-ctx.Done()
 		return Pass{}, ctx.Err()
 	}
@@ -482,26 +512,18 @@ func TestModeWithoutASlotGoesToAnotherInstance(t *testing.T) {
 		return MatcherConfig{Config: Config{Queue: q}, Holder: holder, LeaseTTL: ttl, PassTimeout: time.Minute,
 			Interval: 10 * time.Millisecond}
 	}
-	// a takes the four stalling modes first
+	// a takes the four stalling modes first, their passes stuck in its
+	// four slots
 	l.holder["e"] = "b"
 	runMatcher(t, NewMatcher(cfg(&slotsQueue{l: l, stall: true}, "a")))
-	time.Sleep(100 * time.Millisecond)
+	l.until(t, "a's four passes stuck", func() bool { return l.stuck == 4 })
 	l.mu.Lock()
 	delete(l.holder, "e")
 	l.mu.Unlock()
-	time.Sleep(ttl) // a takes e too, its pass waiting for a slot
+	// a takes e too, its pass waiting for a slot
+	l.until(t, "a took e", func() bool { return slices.Contains(l.took, "a e") })
 	runMatcher(t, NewMatcher(cfg(&slotsQueue{l: l}, "b")))
-	for deadline := time.Now().Add(10 * ttl); ; time.Sleep(5 * time.Millisecond) {
-		l.mu.Lock()
-		n := l.passed["b"]["e"]
-		l.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("e not passed by b within %v while a's four slots are stuck", 10*ttl)
-		}
-	}
+	l.until(t, "e passed by b while a's four slots are stuck", func() bool { return l.passed["b"]["e"] > 0 })
 }
 
 // Rounds leave no goroutine behind (their renewals stopped), and a tiny

@@ -68,10 +68,10 @@ func watchUser(t *testing.T, st *store.Store, uid string) *userSink {
 	return sink
 }
 
-// waitUntil polls cond for up to 5 s.
+// waitUntil polls cond for up to 15 s (a loaded machine stalls).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+	for deadline := time.Now().Add(15 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

@@ -206,14 +206,14 @@ func TestLeasesConcurrentWithinBurst(t *testing.T) {
 // the instance's next call for it: every request the counter gave is
 // allowed, held, or handed back (the counter's remaining counts it again).
 // The call hands back no more than it takes, and it takes as many as the
-// counter's requests in the last window of the lease TTL: the TTL is a
-// second, so that the window of the 8 requests is still the last one when
-// the lease has expired, however much a loaded machine delays the test
-// (with 100 ms, 50 ms of delay rolled it past: a lease of 1 took 1 and
-// handed back 1 of the 7, CI 2026-11-30).
+// counter's requests in the last window of the lease TTL: the TTL is 2 s,
+// so that the window of the 8 requests is still the last one when the
+// lease has expired, however much a loaded machine delays the test (with
+// 100 ms, 50 ms of delay rolled it past: a lease of 1 took 1 and handed
+// back 1 of the 7, CI 2026-11-30; 1 s left a stall under 0.9 s of room).
 func TestLeaseHandsBackWhatExpired(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		const ttl = time.Second
+		const ttl = 2 * time.Second
 		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: ttl})
 		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
 		c := []limits.Check{user("erin", eighty)}
@@ -296,12 +296,12 @@ func TestLeasesKeepTheBurst(t *testing.T) {
 // longer be told apart), never applied on top of the give.
 // The 8 requests' leases are 1, 2, 4 and 8 (7 held, then lost) only if
 // they all fall in one window of the lease TTL and the lease of 4 lives
-// until the 8th: the TTL is a second, so a loaded machine's delay between
+// until the 8th: the TTL is 2 s, so a loaded machine's delay between
 // them changes nothing (with 100 ms, 100 ms of delay before the 8th made
 // its lease one of 7: 6 lost, 75 in all).
 func TestLeaseHandBackSkippedAfterAGive(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		const ttl = time.Second
+		const ttl = 2 * time.Second
 		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: ttl})
 		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
 		c := []limits.Check{user("gina", eighty)}

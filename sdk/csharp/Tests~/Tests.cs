@@ -710,7 +710,8 @@ static class Tests
         me.Change += e => saved.Add(e.LastEventId);
         me.Start();
         await Check.WaitFor(() => h.Requests.Count == 1, "the stream's request"); // nothing pumped
-        await Task.Delay(200); // the connection's three events read by the stream, their handlers not run
+        // the connection's three events read by the stream (its LastEventId), their handlers not run
+        await Check.WaitFor(() => me.LastEventId == "7-u", "the three events read"); // no pump
         Check.Eq("", string.Join(",", saved), "nothing handled before DispatchPending");
         me.DispatchPending();
         Check.Eq("5-u,6-u,7-u", string.Join(",", saved), "each Change sees its own event's id");
