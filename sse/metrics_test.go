@@ -55,12 +55,12 @@ func (r *recorder) snapshot() (opened, ended, delivered, dropped map[string]int)
 	return maps.Clone(r.opened), maps.Clone(r.ended), maps.Clone(r.delivered), maps.Clone(r.dropped)
 }
 
-// waitUntil polls cond for up to 10s.
+// waitUntil polls cond for up to 30 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after 10s", what)
+			t.Fatalf("%s: still not true after 30s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

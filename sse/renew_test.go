@@ -82,10 +82,13 @@ func (f *failover) outcome() (failed int, lost []string, over bool) {
 // leases), the session was found lost, and lost again at the next tick
 // ended the stream (lapsed).
 func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
-	const ttl = 6 * time.Second
+	// 12 s: the renewal after the failover comes at 9 s plus a retry
+	// (0.8 s) and the reconnection, 2 s before the lease lapses, room for
+	// a loaded machine's stall (6 s left 0.6 s)
+	const ttl = 12 * time.Second
 	b := redistest.Backends(t)[0]
 	var logs testlog.Buffer
-	f := &failover{length: ttl * 3 / 4, reconnect: ttl / 12}
+	f := &failover{length: ttl * 3 / 4, reconnect: 200 * time.Millisecond}
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: ttl})
 	if err != nil {

@@ -25,11 +25,13 @@ func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 	r := redis.NewClient(mustParse(t, url))
 	defer r.Close()
 	// the finished room must outlast the call after its finish (409
-	// ROOM_FINISHED, not yet closed): 500 ms of retention did not on a
-	// loaded machine; 1.2 s, still before the idle timeout, costs nothing
-	// as the walked-away room's 1.5 s decide the wait
+	// ROOM_FINISHED, not yet closed), and the rooms their calls before
+	// (a join, the finish): 500 ms of retention did not on a loaded
+	// machine, nor would 1.2 s and 1.5 s of idle timeout a stall of the
+	// machine; 4 s, still before the idle timeout, costs nothing as the
+	// walked-away room's 6 s decide the wait
 	in := start(t, bin, "REALSYNC_REDIS_URL="+url, "REALSYNC_KEY_PREFIX="+prefix,
-		"REALSYNC_ROOM_IDLE_TIMEOUT=1500ms", "REALSYNC_FINISHED_RETENTION=1200ms",
+		"REALSYNC_ROOM_IDLE_TIMEOUT=6s", "REALSYNC_FINISHED_RETENTION=4s",
 		"REALSYNC_DISCONNECT_GRACE=300ms", "REALSYNC_PRESENCE_TTL=600ms", "REALSYNC_OFFLINE_TTL=1m")
 	alice, bob := guest(t, in, "alice"), guest(t, in, "bob")
 	room := func(token string, extra map[string]any) string {
@@ -106,14 +108,14 @@ func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 	if kept, _ := left(); len(kept) == 0 {
 		t.Fatal("no room keys before the janitor's work")
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(40 * time.Second)
 	for {
 		kept, logs := left()
 		if len(kept) == 0 && logs == 4 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s, still %v and %d closed logs", kept, logs)
+			t.Fatalf("after 40 s, still %v and %d closed logs", kept, logs)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -284,7 +284,8 @@ describe("the demo in a browser: rooms", () => {
       await flaky.stop();
       await lou.page.locator("#badge[data-state=reconnecting]").waitFor();
       flaky = await startServer({ REALSYNC_ADDR: addr, REALSYNC_JWT_SECRET: "a-new-secret" });
-      await lou.page.getByRole("heading", { name: "Live updates stopped" }).waitFor();
+      // after the SDK's backoff, as in the test above
+      await lou.page.getByRole("heading", { name: "Live updates stopped" }).waitFor({ timeout: backoffMaxMs() + 5000 });
       const said = (await lou.page.locator("#ended-text").textContent()) ?? "";
       assert.equal(said, "Your session has ended (it expired, or the server restarted). Reload the page to play again.");
       await shoot(lou, "33-new-secret");
