@@ -124,6 +124,10 @@ func TestStreamTokenSourceErrors(t *testing.T) {
 // later token) ends the stream with 401 instead of reopening ever shorter
 // streams.
 func TestStreamTokenExpiringRenewal(t *testing.T) {
+	// the short tokens' life: a join and a stream's opening fit in it on
+	// a loaded machine (3 s, cut to whole seconds by exp, left a stall
+	// 2 s), and their streams end at half of it with token_expiring
+	const shortLife = 8 * time.Second
 	var offset atomic.Int64
 	s := newServer(t, redistestEmbedded, serverOpts{clock: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
 	sign := signer(t)
@@ -154,7 +158,7 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 	t.Run("renewal fails on the network once", func(t *testing.T) {
 		c := ctx(t)
 		var renewals atomic.Int32
-		short, long := sign("u_host3", 3*time.Second), sign("u_host3", time.Hour)
+		short, long := sign("u_host3", shortLife), sign("u_host3", time.Hour)
 		cl := rs.New(s.url, fastBackoff, rs.WithTokenSource(func(_ context.Context, refused string) (string, error) {
 			switch {
 			case refused == "" && renewals.Load() < 2:
@@ -184,13 +188,13 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 		name string
 		cred func() rs.Option
 	}{
-		{"static token", func() rs.Option { return rs.WithToken(sign("u_host2", 3*time.Second)) }},
+		{"static token", func() rs.Option { return rs.WithToken(sign("u_host2", shortLife)) }},
 		{"source returns the same token", func() rs.Option {
-			tok := sign("u_host2", 3*time.Second)
+			tok := sign("u_host2", shortLife)
 			return rs.WithTokenSource(func(context.Context, string) (string, error) { return tok, nil })
 		}},
 		{"source returns no later token", func() rs.Option {
-			exp := time.Now().Add(3 * time.Second).Unix()
+			exp := time.Now().Add(shortLife).Unix()
 			var calls atomic.Int32
 			return rs.WithTokenSource(func(context.Context, string) (string, error) {
 				// a new token each time, expiring with the first
@@ -205,7 +209,7 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 			if _, err := cl.JoinRoom(c, id); err != nil && !rs.IsCode(err, "ALREADY_IN_ROOM") {
 				t.Fatal(err)
 			}
-			got := drain(t, cl.Stream(c, id), 8*time.Second)
+			got := drain(t, cl.Stream(c, id), 4*shortLife)
 			cl2 := got[len(got)-1].(*rs.Closed)
 			k := kinds(got)
 			if !strings.HasSuffix(k, "token_expiring closed(error)") || count[*rs.Connecting](got) != 1 ||
