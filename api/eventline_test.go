@@ -216,7 +216,10 @@ func testTakenOverStreamNoticesGoneClient(t *testing.T, b redistest.Backend, wat
 	}
 
 	s.conn.Close()
-	limit := 2*lineHeartbeat + time.Second // the heartbeat, a sweep, and the store's calls
+	// the heartbeat, a sweep and the store's calls take well under a
+	// second; 8 s leaves a loaded machine's stall room and is still half
+	// the presence lease (15 s), whose lapse would otherwise end it
+	limit := 8 * time.Second
 	eventually(t, limit, "bob's stream closed", func() bool { return !connected() })
 	eventually(t, limit, "the cap's place released", func() bool {
 		_, status := e.openRaw(path)

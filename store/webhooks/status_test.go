@@ -34,10 +34,10 @@ func twoInstances(t *testing.T, b redistest.Backend, cfg store.Config) (*store.S
 	return s1, openStoreWith(t, b, mut)
 }
 
-// waitUntil polls cond for up to 5 s.
+// waitUntil polls cond for up to 15 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+	for deadline := time.Now().Add(15 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
@@ -67,7 +67,9 @@ func TestWebhooksStatusEvents(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			const ttl = 600 * time.Millisecond
+			// 3 s: the sessions below are never renewed, and each step
+			// must come before they lapse, however slow the machine
+			const ttl = 3 * time.Second
 			s1, s2 := twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: players.PolicyReplace, WebhookOutboxLen: 1000})
 			rec := &hookRecorder{down: map[string]bool{}}
 			d, err := webhooks.New(s1.Base(), webhooks.Config{Endpoints: []webhooks.Endpoint{
