@@ -69,14 +69,16 @@ func TestPassingLeaseOutlivesABusyPool(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "d0", "d1")
-		const ttl = time.Second
+		// 2 s: a's renewals (every third of it, each bounded by a third)
+		// must outlast a loaded machine's stall
+		const ttl = 2 * time.Second
 		stall := newStalling(e.rooms)
 		defer close(stall.release)
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: ttl, RepairAfter: time.Hour, Interval: 50 * time.Millisecond})
 		running(t, a)
 		stall.waitEntered(t)
-		_, wait := holdPools(t, e, 3*time.Second)
+		_, wait := holdPools(t, e, 3*ttl)
 		defer wait()
 		time.Sleep(2 * ttl)
 		if ok, err := e.tickets.Lease(ctx, "duel", "b", ttl); err != nil || ok {

@@ -1127,7 +1127,9 @@ func TestSlowRoundKeepsItsLease(t *testing.T) {
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
 		stall := newStalling(e.rooms)
-		const ttl = time.Second
+		// 2 s: a's renewals must outlast a loaded machine's stall (1 s,
+		// renewed every 333 ms, left it little room)
+		const ttl = 2 * time.Second
 		recB := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: ttl, RepairAfter: ttl})
