@@ -275,6 +275,26 @@ func CutReplication(ctx context.Context, master *Server) error {
 	return cl.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err()
 }
 
+// RestoreReplication undoes CutReplication for master's replica: master
+// allows resynchronization again and the replica is restarted (same
+// directory, so the same Cluster node), which resynchronizes in full,
+// until it has every write master took, within wait. Allowed again
+// without a restart, a link refused meanwhile could stay listed online
+// without ever acknowledging (offset 0, lag growing), even with both ends
+// dropped and three tries (1 CI run of many, 2026-12-03).
+func (c *Cluster) RestoreReplication(ctx context.Context, master, replica *Server, wait time.Duration) error {
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	if err := mc.Do(ctx, "ACL", "SETUSER", "default", "+psync", "+sync").Err(); err != nil {
+		return err
+	}
+	replica.Kill()
+	if err := replica.Start(); err != nil {
+		return err
+	}
+	return c.WaitReplicated(master, wait)
+}
+
 // WaitMaster polls s (every 10 ms) until it reports the master role and
 // returns when it first did.
 func WaitMaster(s *Server, timeout time.Duration) (time.Time, error) {

@@ -217,12 +217,12 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	queueIn(other, "held-1", "held-2")
-	// the replica stops (SIGSTOP): it takes and acknowledges nothing
-	// until it is resumed, when it catches up on the link it kept (a
-	// replication refused by ACL and then allowed again could stay listed
-	// online without ever acknowledging, 1 CI run in many)
-	otherReplica.Pause()
-	t.Cleanup(otherReplica.Resume)
+	// cut by ACL, the replica stays up and listed (not stopped: a replica
+	// silent past the Cluster's node timeout, 2 s, is marked failed and
+	// unlisted, and the commits then wait for no replica at all)
+	if err := redistest.CutReplication(ctx, otherMaster); err != nil {
+		t.Fatal(err)
+	}
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Second})
 	deadline := time.Now().Add(20 * time.Second)
 	for told("held-1") == 0 || told("held-2") == 0 {
@@ -241,8 +241,7 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	}
 	// replication back: a commit acknowledged ends the slot's shortness;
 	// cut again, the next match is held afresh, not told at once
-	otherReplica.Resume()
-	if err := c.WaitReplicated(otherMaster, 30*time.Second); err != nil {
+	if err := c.RestoreReplication(ctx, otherMaster, otherReplica, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
@@ -261,7 +260,9 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 			break // acknowledged
 		}
 	}
-	otherReplica.Pause()
+	if err := redistest.CutReplication(ctx, otherMaster); err != nil {
+		t.Fatal(err)
+	}
 	short.mu.Lock()
 	toldBefore := short.told[other]
 	short.mu.Unlock()
@@ -274,7 +275,6 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 		t.Fatalf("cut again: told %d and %d, %d commits told without the replica (%d before); want a match held afresh",
 			told("recut-1"), told("recut-2"), toldAfter, toldBefore)
 	}
-	otherReplica.Resume()
 
 	// a master that refuses WAIT (an ACL without it, a managed Redis that
 	// hides it): held for Hold, then told all the same, as a replica that
