@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-4s}
 # The workers share inputs through a file in TMPDIR, written out to disk at
-# about 40 MiB/s of fuzzing: in memory when the machine has a tmpfs (as
+# about 40 MiB/s of fuzzing: in memory when /dev/shm can take it (as
 # scripts/test.sh sets it for the whole suite).
-if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
+# shellcheck source=scripts/tmpfs.sh
+. scripts/tmpfs.sh
 targets=(
   "./api FuzzDecodeJSONObject"
   "./api FuzzVerifyToken"

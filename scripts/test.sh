@@ -5,12 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 script_began=$(date +%s)
-# Temporary files in memory when the machine has a tmpfs (and TMPDIR is not
-# set): the fuzz targets' workers share inputs through a file there, which a
-# 4 s run had the kernel write out to disk at 161 MiB (none on /dev/shm); on
-# a slow disk that writeback stalls every process that writes, the Redis
-# servers (their logs, a Cluster's nodes.conf, fsynced) and test binaries too.
-if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
+# Temporary files in memory when /dev/shm can take them (scripts/tmpfs.sh).
+# shellcheck source=scripts/tmpfs.sh
+. scripts/tmpfs.sh
 
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 updated=""

@@ -58,6 +58,7 @@ namespace RealSync
         readonly Dictionary<string, int> playerIds = new Dictionary<string, int>(); // room id -> the caller's playerId
         readonly HashSet<LiveStream> streams = new HashSet<LiveStream>(); // the live streams not ended yet, closed by Dispose
         bool disposed; // set under streams' lock
+        readonly TaskCompletionSource<bool> released = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously); // completed by Release
 
         /// <summary>A client of the server at opts.BaseUrl (an absolute http:// or https:// URL, else ArgumentException).</summary>
         public RealSyncClient(RealSyncOptions opts)
@@ -840,16 +841,19 @@ namespace RealSync
         /// <summary>
         /// DisposeAsync is Dispose that completes once every stream it closed let its connection go
         /// (LiveStream.CloseAsync), and releases the HTTP handler only then: what a console program
-        /// or server awaits before it exits (<c>await using</c>, C# 8). Never fails; a client
-        /// disposed already completes at once. Await it, never block on it from an event handler.
+        /// or server awaits before it exits (<c>await using</c>, C# 8). The REST calls under way are
+        /// abandoned at once, as with Dispose. Never fails; on a client disposed already it completes
+        /// once that disposal released the handler. Await it, never block on it from an event handler.
         /// </summary>
         public ValueTask DisposeAsync()
         {
             var open = TakeStreams();
-            if (open == null) return default(ValueTask);
+            if (open == null) return new ValueTask(released.Task);
+            http.CancelPendingRequests();
             var closing = new Task[open.Length];
             for (int i = 0; i < open.Length; i++) closing[i] = open[i].CloseAsync();
-            return new ValueTask(Task.WhenAll(closing).ContinueWith(_ => Release(), TaskScheduler.Default));
+            Task.WhenAll(closing).ContinueWith(_ => Release(), TaskScheduler.Default);
+            return new ValueTask(released.Task);
         }
 
         /// <summary>TakeStreams marks the client disposed and returns its open streams; null when it
@@ -869,9 +873,13 @@ namespace RealSync
 
         void Release()
         {
-            http.Dispose();
-            StreamHttp.Dispose();
-            if (ownsHandler) handler.Dispose();
+            try
+            {
+                http.Dispose();
+                StreamHttp.Dispose();
+                if (ownsHandler) handler.Dispose();
+            }
+            finally { released.TrySetResult(true); }
         }
     }
 }

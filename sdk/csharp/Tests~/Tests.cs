@@ -1343,7 +1343,9 @@ static class Tests
         me.Start();
         await Check.WaitFor(() => live.Ready.IsCompleted && me.Ready.IsCompleted, "both streams ready", live, me);
         var disposing = alice.DisposeAsync().AsTask();
+        var again = alice.DisposeAsync().AsTask(); // completes with the first
         Check.True(await Task.WhenAny(disposing, Task.Delay(10000)) == disposing, "DisposeAsync completed within 10 s");
+        Check.True(await Task.WhenAny(again, Task.Delay(10000)) == again, "a second DisposeAsync completed with it");
         Check.True(live.CloseAsync().IsCompleted && me.CloseAsync().IsCompleted, "both connections let go when it completed");
         Check.True(alice.DisposeAsync().IsCompleted, "disposed already");
         try

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac, generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { EventSource } from "eventsource";
@@ -39,8 +39,9 @@ function studioToken(sub: string, ttl: number): string {
 
 let server: Server;
 let studioServer: Server;
+let dir: string; // the JWKS file's, removed after
 before(async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "realsync-jwks-"));
+  dir = mkdtempSync(path.join(tmpdir(), "realsync-jwks-"));
   const file = path.join(dir, "jwks.json");
   writeFileSync(file, JSON.stringify({ keys: [{ ...studio.publicKey.export({ format: "jwk" }), kid: "studio-1", use: "sig" }] }));
   [server, studioServer] = await Promise.all([
@@ -48,7 +49,10 @@ before(async () => {
     startServer({ REALSYNC_JWT_KEYS_FILE: file, REALSYNC_JWT_ISSUER: "https://login.studio.test", REALSYNC_JWT_AUDIENCE: "realsync" }),
   ]);
 });
-after(async () => Promise.all([server.stop(), studioServer.stop()]));
+after(async () => {
+  await Promise.all([server.stop(), studioServer.stop()]);
+  rmSync(dir, { recursive: true, force: true });
+});
 
 /** recording is an EventSource factory that remembers the URLs it opened. */
 function recording(urls: string[]) {
