@@ -83,12 +83,13 @@ func (f *failover) outcome() (failed int, lost []string, over bool) {
 // ended the stream (lapsed).
 func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
 	// 12 s: the renewal after the failover comes at 9 s plus a retry
-	// (0.8 s) and the reconnection, 2 s before the lease lapses, room for
-	// a loaded machine's stall (6 s left 0.6 s)
+	// (0.8 s) and the reconnection (0.5 s), 1.7 s before the lease lapses,
+	// room for a loaded machine's stall (6 s left 0.6 s); the old ticks'
+	// renewal came 0.5 s after it
 	const ttl = 12 * time.Second
 	b := redistest.Backends(t)[0]
 	var logs testlog.Buffer
-	f := &failover{length: ttl * 3 / 4, reconnect: 200 * time.Millisecond}
+	f := &failover{length: ttl * 3 / 4, reconnect: ttl / 24}
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: ttl})
 	if err != nil {
