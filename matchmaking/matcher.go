@@ -219,10 +219,10 @@ func (m *Matcher) Run(ctx context.Context) {
 // again (without starting passes) every third of LeaseTTL until the
 // passes it started are over; it returns the modes whose lease this
 // instance holds then, having reported each one's queue (Searching; not
-// a mode whose pass ctx's end stopped): a
-// mode whose lease another instance took during its pass is not held
-// (Released), nor is one whose pass was cut (at PassTimeout; a pass that
-// ctx's end stopped leaves its mode held, its lease to lapse or renew). Errors are logged, but those
+// a mode whose pass ctx's end stopped): a mode whose lease another
+// instance took during its pass is not held (Released), nor is one whose
+// pass was cut (at PassTimeout; a pass that ctx's end stopped leaves its
+// mode held, its lease to lapse or renew). Errors are logged, but those
 // of a round whose ctx ended (the shutdown). Tests and tools run rounds;
 // Run does not wait for a pass, and Round is not to be called while Run
 // runs.

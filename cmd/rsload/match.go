@@ -22,8 +22,8 @@ import (
 // joins its leader's party, or follows them, before the leader's create
 // with -party-consent, or once the server refused the create for want of
 // it, REALSYNC_PARTY_CONSENT party or follow), as fast as -clients
-// workers create them or at -ticket-rate per second, waits until the matchers emptied the
-// queues or the rest stopped moving (the instances'
+// workers create them or at -ticket-rate per second, waits until the
+// matchers emptied the queues or the rest stopped moving (the instances'
 // realsync_matchmaking_tickets, bounded by -duration), then reads every
 // ticket (those still searching again, until a read changes nothing: a
 // match made during the read is seen whole) and reports, from the
