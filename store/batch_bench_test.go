@@ -59,12 +59,12 @@ func BenchmarkBatching(b *testing.B) {
 	for _, v := range variants {
 		s := openStoreWith(b, redisAt(addr), func(c *store.Config) { c.Batch = v.batch })
 		b.Run("evalsha/"+v.name, func(b *testing.B) {
-			args, id := joinArgs(b, s)
+			args, id, user := joinArgs(b, s)
 			joined := countJoins(b, s, id)
 			var seq atomic.Int64
 			measure(b, s.Client(), func() error {
 				a := slices.Clone(args)
-				a[len(a)-3] = "u-" + strconv.FormatInt(seq.Add(1), 36)
+				a[user] = "u-" + strconv.FormatInt(seq.Add(1), 36)
 				return s.Client().Do(context.Background(), a...).Err()
 			})
 			joined(b.N)
@@ -90,8 +90,8 @@ func BenchmarkBatching(b *testing.B) {
 	s := openStoreWith(b, redisAt(addr), func(*store.Config) {})
 	for _, pipe := range []string{"1", "16"} {
 		b.Run("evalsha/redis-benchmark-P"+pipe, func(b *testing.B) {
-			args, id := joinArgs(b, s)
-			args[len(args)-3] = "u-__rand_int__"
+			args, id, user := joinArgs(b, s)
+			args[user] = "u-__rand_int__"
 			host, port, _ := strings.Cut(addr, ":")
 			n := max(b.N, 1000)
 			cmd := append([]string{"-h", host, "-p", port, "-c", "64", "-P", pipe, "-n", strconv.Itoa(n),
@@ -113,9 +113,9 @@ func redisAt(addr string) redistest.Backend {
 	return redistest.Backend{Name: "fresh", URL: "redis://" + addr}
 }
 
-// joinArgs is the join EVALSHA of a fresh room that never fills, its user
-// the third argument from the end, and the room's id.
-func joinArgs(b *testing.B, s *store.Store) ([]any, string) {
+// joinArgs is the join EVALSHA of a fresh room that never fills, the
+// room's id, and the index of the join's user among the arguments.
+func joinArgs(b *testing.B, s *store.Store) ([]any, string, int) {
 	b.Helper()
 	ctx := context.Background()
 	j, err := s.Create(ctx, rooms.User{ID: "owner", Name: "owner"}, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 100 }))
@@ -129,14 +129,15 @@ func joinArgs(b *testing.B, s *store.Store) ([]any, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if args[len(args)-3] != "UID" {
-		b.Fatalf("the join's user is not third from the end: %q", args)
+	user := slices.Index(args, "UID")
+	if user < 0 {
+		b.Fatalf("the join's user is not among its arguments: %q", args)
 	}
 	out := make([]any, len(args))
 	for i, a := range args {
 		out[i] = a
 	}
-	return out, j.Room.ID
+	return out, j.Room.ID, user
 }
 
 func anyStrings(a []any) []string {
