@@ -29,16 +29,14 @@ func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
 		const hold = 2 * time.Second
 		holds, wait := holdPools(t, e, hold)
 		defer wait()
-		// Every pool is held: a request waits (the test would pass
-		// without this, proving nothing).
-		time.Sleep(200 * time.Millisecond)
+		// Every pool is held once the pops are sent: a request waits (the
+		// test would pass without this, proving nothing).
 		for node, key := range holds {
-			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err := base.Client.Get(pctx, key).Err()
-			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("a request to %s while its pool is held: %v, want it to wait past its deadline", node, err)
-			}
+			within(t, 5*time.Second, "a request to "+node+" waiting past its deadline (its pool held)", func() bool {
+				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+				return errors.Is(base.Client.Get(pctx, key).Err(), context.DeadlineExceeded)
+			})
 		}
 
 		lctx, cancel := context.WithTimeout(ctx, hold/2)
