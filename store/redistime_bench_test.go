@@ -23,8 +23,8 @@ import (
 // one-key state patches, each by a store running the mutations as
 // functions of the library and by one running them as scripts
 // (Config.ScriptsOnly), quick-joins of new users into one (mode, region)
-// of 100-seat rooms (the quick_join script, and its lock's release: two
-// scripts an op), and anchor runs, alternating, phaseOps each, one
+// of 100-seat rooms (the lock's script, the quick_join script and the
+// lock's release: three scripts an op), and anchor runs, alternating, phaseOps each, one
 // call at a time; around each phase INFO commandstats and INFO cpu. Per
 // kind: the script's own µs per call (FCALL or EVALSHA), its
 // transaction's (the join's MULTI/EXEC: script and room read), Redis CPU
@@ -127,7 +127,7 @@ func BenchmarkRedisTime(b *testing.B) {
 	anchorCPU := an.cpuUs / float64(an.ops)
 	for _, k := range kinds {
 		a := accs[k]
-		script := a.scriptUs / float64(a.ops) // one script per op (the holdings' too, when on), quick-join two
+		script := a.scriptUs / float64(a.ops) // one script per op (the holdings' too, when on), quick-join three
 		cpu := a.cpuUs / float64(a.ops)
 		b.ReportMetric(script, k+"-script-µs/op")
 		b.ReportMetric(cpu, k+"-cpu-µs/op")

@@ -40,7 +40,7 @@ func BenchmarkJanitorVisit(b *testing.B) {
 	const visits = 400 // 50 per shard: more than one round of the walk over 250 rooms
 	rep := store.Report{}
 	for v := range visits {
-		r, err := s.Sweep(ctx, v%8, "bench", time.Microsecond)
+		r, err := s.Sweep(ctx, v%8, "bench", time.Millisecond)
 		if err != nil {
 			b.Fatal(err)
 		}
