@@ -141,6 +141,29 @@ store_tests() {
   # sdk 522 s, store 432 s, go 718 s).
   echo "== fuzz targets, a few seconds each"
   scripts/fuzz.sh || rc=1
+  echo "== every benchmark once (-benchtime 1x, -short: the smallest sizes), so that scripts/bench.sh keeps working"
+  # A benchmark is run by nothing else between full runs of bench.sh; two
+  # broke unseen (a script's arguments moved, a lease's TTL rounded to 0)
+  # and one stopped a full run. The store's from its test binary (race);
+  # the others' from the race builds the go lane made.
+  local t0 out="$lanes/store-bench.out"
+  t0=$(date +%s)
+  if (cd store && "$lanes/store.test" -test.short -test.run '^$' -test.bench . -test.benchtime 1x) >"$out" 2>&1; then
+    echo "ok   store (benchmarks)  $(( $(date +%s) - t0 )) s"
+  else
+    cat "$out"
+    echo "FAIL store (benchmarks)  $(( $(date +%s) - t0 )) s"
+    rc=1
+  fi
+  t0=$(date +%s)
+  # shellcheck disable=SC2046 # one word per package
+  if go test -race -short -count=1 -run '^$' -bench . -benchtime 1x \
+    $(go list ./... | grep -vx 'github.com/realsync/realsync/store') >"$lanes/bench.out" 2>&1; then
+    echo "ok   the other packages' $(grep -c '^Benchmark' "$lanes/bench.out") benchmark lines  $(( $(date +%s) - t0 )) s"
+  else
+    cat "$lanes/bench.out"
+    rc=1
+  fi
   return "$rc"
 }
 
