@@ -76,6 +76,16 @@ class Inputs:
         return v
 
     def median(self, key, titles, pattern):
+        vals = self.each(key, titles, pattern)
+        self.source[key] = "median of " + ", ".join(f"\"== {t}\"" for t in titles)
+        return statistics.median(vals)
+
+    def largest(self, key, titles, pattern):
+        vals = self.each(key, titles, pattern)
+        self.source[key] = "largest of " + ", ".join(f"\"== {t}\"" for t in titles)
+        return max(vals)
+
+    def each(self, key, titles, pattern):
         vals = []
         for t in titles:
             if t not in self.secs:
@@ -84,8 +94,7 @@ class Inputs:
             if not m:
                 sys.exit(f"{self.path}, \"== {t}\": no match for {pattern!r} (input {key})")
             vals.append(float(m.group(1)))
-        self.source[key] = "median of " + ", ".join(f"\"== {t}\"" for t in titles)
-        return statistics.median(vals)
+        return vals
 
 
 REDIS_PER_REQ = r"redis: .*?: ([\d.]+) µs CPU per request"
@@ -124,9 +133,16 @@ def load(path):
     i.source["ping"] = "ESTIMATE: a heartbeat comment written to one stream"
     t10k = "realsyncd: 10 000 streams on one instance, 200 patches/s"
     # planned at the burst figure (2 s after 10 000 streams opened at once):
-    # a reconnect storm after an instance dies is a burst
-    stream_kib = i.find("stream_kib", t10k, r"with them idle: ([\d.]+) KiB per stream")
-    settled_kib = i.find("settled_kib", t10k, r"settled RSS .*?: ([\d.]+) KiB per stream")
+    # a reconnect storm after an instance dies is a burst. Logs since
+    # 2026-12-03 run it in 3 rounds, the first watching the settled figure:
+    # the largest round's burst figure is planned for.
+    rounds = [f"{t10k} (round {r})" for r in (1, 2, 3)]
+    if t10k in i.secs:
+        stream_kib = i.find("stream_kib", t10k, r"with them idle: ([\d.]+) KiB per stream")
+        settled_kib = i.find("settled_kib", t10k, r"settled RSS .*?: ([\d.]+) KiB per stream")
+    else:
+        stream_kib = i.largest("stream_kib", rounds, r"with them idle: ([\d.]+) KiB per stream")
+        settled_kib = i.find("settled_kib", rounds[0], r"settled RSS .*?: ([\d.]+) KiB per stream")
     tm = "Redis memory per idle 8-player room"
     room = i.find("room_bytes", tm, r"([\d.]+) bytes/idle-room-in-all")  # log dropped by the janitor
     log_event = i.find("log_event_bytes", tm, r"([\d.]+) log-bytes/event")
