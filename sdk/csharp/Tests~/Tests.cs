@@ -1505,7 +1505,10 @@ static class Tests
         await entered.Task; // a started the renewal
         b.Start();
         await Check.WaitFor(() => recB.Has("error UNAUTHENTICATED"), "b refused too", b);
-        await Task.Delay(200); // b now waits for the renewal a started
+        // b now waits for the renewal a started (nothing outside the client
+        // shows it: a second, where b takes a few ms, so that a stalled
+        // machine does not make b start a renewal of its own after a's end)
+        await Task.Delay(1000);
         a.Close();
         await Task.Delay(100);
         release.TrySetResult(true);
