@@ -162,15 +162,16 @@ func platforms(e meEvent) []string {
 }
 
 // SIGTERM ends a personal stream, whose session closes, debounced as a
-// room stream's presence (REALSYNC_PRESENCE_DEBOUNCE, 3 s): the client
-// back on the other instance at once, its follower sees no offline and no
-// online (it saw both before); the session closed for good, the follower
-// sees the user offline once the debounce passed. The TTL is a minute, so
-// no lapse plays a part.
+// room stream's presence (REALSYNC_PRESENCE_DEBOUNCE, 6 s here, twice the
+// default, so that a stalled machine's slow reopening stays within it):
+// the client back on the other instance at once, its follower sees no
+// offline and no online (it saw both before); the session closed for good,
+// the follower sees the user offline once the debounce passed. The TTL is
+// a minute, so no lapse plays a part.
 func TestShutdownDebouncesOnlineStatus(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s", "REALSYNC_PRESENCE_DEBOUNCE=6s")
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	alice, _, _, watch := watchedByBob(t, a, b, b)
 	pc := openMe(t, a.url, alice, "pc")
@@ -188,7 +189,7 @@ func TestShutdownDebouncesOnlineStatus(t *testing.T) {
 	select {
 	case e, ok := <-watch.events:
 		t.Fatalf("the follower saw %+v (%v) for a reconnect within the debounce", e, ok)
-	case <-time.After(5 * time.Second): // the debounce, a janitor pass and a margin
+	case <-time.After(8 * time.Second): // the debounce, a janitor pass and a margin
 	}
 	again.close()
 	if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {

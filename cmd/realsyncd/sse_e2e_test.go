@@ -539,7 +539,9 @@ func grep(text, word string) string {
 func TestShutdownEndsStreams(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
+	// a 6 s presence debounce, twice the default: the move below must
+	// come back within it, a stalled machine's slow reconnection too
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s", "REALSYNC_PRESENCE_DEBOUNCE=6s")
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	id, toks := party(t, a, 1)
 	f := follow(t, []string{a.url, b.url}, id, toks[1], false)
@@ -566,7 +568,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 		types = append(types, fmt.Sprint(e.typ, " ", e.data["playerId"]))
 	}
 	// The stream is back on b within the retry hint (0.5–2 s), inside the
-	// presence debounce (REALSYNC_PRESENCE_DEBOUNCE, 3 s): the move shows
+	// presence debounce (REALSYNC_PRESENCE_DEBOUNCE, 6 s here): the move shows
 	// no player_disconnected / player_connected (before the debounce it
 	// showed both).
 	if got := strings.Join(types, ", "); got != "state <nil>" {
