@@ -24,14 +24,14 @@ import (
 // functions of the library and by one running them as scripts
 // (Config.ScriptsOnly), quick-joins of new users into one (mode, region)
 // of 100-seat rooms (the lock's script, the quick_join script and the
-// lock's release: three scripts an op), and anchor runs, alternating, phaseOps each, one
-// call at a time; around each phase INFO commandstats and INFO cpu. Per
-// kind: the script's own µs per call (FCALL or EVALSHA), its
-// transaction's (the join's MULTI/EXEC: script and room read), Redis CPU
-// per operation, and the ratios to the anchor that issue 15 item 1
-// targets (join, leave ≤ 2×, patch ≤ 1.5×). Sequential calls: Redis' time per call does not depend on
-// the clients' concurrency, and the phases alternate so the machine's
-// noise falls on every kind alike. Run:
+// lock's release: three scripts an op), and anchor runs, alternating,
+// phaseOps each, one call at a time; around each phase INFO commandstats
+// and INFO cpu. Per kind: the script's own µs per call (FCALL or EVALSHA),
+// its transaction's (the join's MULTI/EXEC: script and room read), Redis
+// CPU per operation, and the ratios to the anchor that issue 15 item 1
+// targets (join, leave ≤ 2×, patch ≤ 1.5×). Sequential calls: Redis' time
+// per call does not depend on the clients' concurrency, and the phases
+// alternate so the machine's noise falls on every kind alike. Run:
 //
 //	go test ./store -run '^$' -bench RedisTime -benchtime 20x
 func BenchmarkRedisTime(b *testing.B) {
