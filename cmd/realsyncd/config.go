@@ -35,6 +35,7 @@ type Config struct {
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
 	BurstRelease    bool          // REALSYNC_SSE_BURST_RELEASE, default true: a burst of stream openings has its memory given back once over (memory.go)
+	GCMinHeap       uint64        // REALSYNC_GC_MIN_HEAP, default 64 MiB: the heap the collector lets grow before collecting however little is live (memory.go); 0 off; not applied with GOGC set
 	TCPUserTimeout  time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
 	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
 	ConnectGrace    time.Duration // REALSYNC_CONNECT_GRACE, default 0 (never); else 100ms..8760h: a joined player who opened no stream by then is removed
@@ -112,7 +113,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, shutdown, headerTimeout, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, gcMinHeap, shutdown, headerTimeout, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -129,6 +130,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
 	fs.StringVar(&burstRelease, "sse-burst-release", env("REALSYNC_SSE_BURST_RELEASE", "true"), "give the memory of a burst of stream openings back to the OS once it is over (REALSYNC_SSE_BURST_RELEASE)")
+	fs.StringVar(&gcMinHeap, "gc-min-heap", env("REALSYNC_GC_MIN_HEAP", "64MiB"), "heap size the garbage collector lets the heap grow to before it collects, however little is live, such as 64MiB; 0: Go's default alone; not applied when GOGC is set (REALSYNC_GC_MIN_HEAP)")
 	fs.StringVar(&userTimeout, "tcp-user-timeout", env("REALSYNC_TCP_USER_TIMEOUT", "30s"), "longest time data written to a client may stay unacknowledged before its connection is dropped (Linux TCP_USER_TIMEOUT); 0: the kernel's (REALSYNC_TCP_USER_TIMEOUT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
 	fs.StringVar(&connectGrace, "connect-grace", env("REALSYNC_CONNECT_GRACE", "0"), "removal delay of joined players who never open a stream, 0 never (REALSYNC_CONNECT_GRACE)")
@@ -215,6 +217,9 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	if c.BurstRelease, err = strconv.ParseBool(burstRelease); err != nil {
 		bad("REALSYNC_SSE_BURST_RELEASE", "must be true or false")
+	}
+	if c.GCMinHeap, err = parseHeapSize(gcMinHeap); err != nil {
+		bad("REALSYNC_GC_MIN_HEAP", err.Error())
 	}
 	c.Env = envName
 	if c.Env != envDevelopment && c.Env != envProduction {

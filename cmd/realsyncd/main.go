@@ -96,6 +96,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	closeStore := func() { st.Close() }
 	defer func() { closeStore() }()
 	logStartup(log, cfg, st)
+	defer startGCFloor(gcFloor(cfg.GCMinHeap, os.Getenv("GOGC"), log))()
 	// connected to Redis, layout checked: until then nothing reads or
 	// writes Redis, /metrics included (realsync_redis_up 0)
 	var up atomic.Bool

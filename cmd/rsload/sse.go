@@ -597,7 +597,12 @@ func (r *Report) print(w io.Writer, c Config) {
 	}
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	if r.RSSStreamsKiB != 0 {
-		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream\n", r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB)
+		// the whole process too: realsyncd's heap floor (REALSYNC_GC_MIN_HEAP)
+		// leaves up to its size of garbage in the reading before the
+		// streams, which the collection after their opening burst frees,
+		// so the difference alone can understate a stream's share
+		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream (the whole process: %.1f KiB per stream)\n",
+			r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB, float64(r.RSSStreamsKiB)/float64(r.Streams))
 	}
 	if r.RSSSettledKiB != 0 {
 		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
