@@ -42,11 +42,12 @@ func releaseBurst(log *slog.Logger) func(openings int64) {
 // server that holds few streams keeps a live heap of a few MiB, so under
 // load it collects many times a second, and each collection's fixed costs
 // and assists come out of every request (with a 64 MiB floor a GET room's
-// server CPU −4% to −22% over HTTP, a list page's −3% to −17%, a join's −5%
-// to −14%: docs/PERFORMANCE-HISTORY.md, "A heap floor for the collector"). The floor raises GOGC, after every collection,
-// so the next one comes when the heap reaches about floor bytes; once the
-// live heap is past half the floor (many streams) GOGC is the default again
-// and the floor costs nothing. GOMEMLIMIT still bounds the whole.
+// server CPU −4% to −22% over HTTP, a list page's −3% to −17%, a join's
+// −5% to −14%: docs/PERFORMANCE-HISTORY.md, "A heap floor for the
+// collector"). The floor raises GOGC, after every collection, so the next
+// one comes when the heap reaches about floor bytes; once the live heap is
+// past half the floor (many streams) GOGC is the default again and the
+// floor costs nothing. GOMEMLIMIT still bounds the whole.
 
 // parseHeapSize reads REALSYNC_GC_MIN_HEAP: 0, or a number of bytes with
 // GOMEMLIMIT's suffixes (B, KiB, MiB, GiB, TiB; none: bytes) from 1 MiB to
@@ -65,14 +66,17 @@ func parseHeapSize(s string) (uint64, error) {
 	case "TiB":
 		unit = 1 << 40
 	default:
-		return 0, fmt.Errorf("must be 0 or a size from 1MiB to 1TiB, such as 64MiB (suffix B, KiB, MiB, GiB or TiB); got %q", s)
+		return 0, fmt.Errorf(heapSizeRule, s)
 	}
 	n, err := strconv.ParseUint(num, 10, 64)
 	if err != nil || (n != 0 && (n > 1<<40/unit || n*unit < 1<<20)) {
-		return 0, fmt.Errorf("must be 0 or a size from 1MiB to 1TiB, such as 64MiB (suffix B, KiB, MiB, GiB or TiB); got %q", s)
+		return 0, fmt.Errorf(heapSizeRule, s)
 	}
 	return n * unit, nil
 }
+
+// heapSizeRule is REALSYNC_GC_MIN_HEAP's error, with the value given.
+const heapSizeRule = "must be 0 or a size from 1MiB to 1TiB, such as 64MiB (suffix B, KiB, MiB, GiB or TiB); got %q"
 
 // gcFloor is the heap floor to keep: REALSYNC_GC_MIN_HEAP's, or none when
 // the operator set GOGC (theirs to decide; said in the log).
@@ -86,9 +90,10 @@ func gcFloor(minHeap uint64, gogc string, log *slog.Logger) uint64 {
 
 // gcPercentFloor is the GOGC that puts the next collection's heap goal at
 // floor bytes, given what the last collection found live: the heap goal is
-// live + (live + stacks + globals) × GOGC / 100 (the runtime's pacer). It
-// is never below base (the GOGC the process started with) nor above
-// maxGCPercent.
+// live + (live + stacks + globals) × GOGC / 100 (runtime/mgcpacer.go), and
+// at least the runtime's minimum heap, 4 MiB × GOGC / 100, so GOGC is at
+// most floor × 100 / 4 MiB (1 600 for 64 MiB) whatever little is live. It
+// is never below base, the GOGC the process started with.
 func gcPercentFloor(floor, live, roots uint64, base int) int {
 	if live >= floor {
 		return base
@@ -97,13 +102,13 @@ func gcPercentFloor(floor, live, roots uint64, base int) int {
 	if scan == 0 {
 		return base
 	}
-	pct := (floor - live) * 100 / scan
-	return int(min(max(pct, uint64(base)), maxGCPercent))
+	pct := min((floor-live)*100/scan, floor*100/minHeapAt100)
+	return int(max(pct, uint64(base)))
 }
 
-// maxGCPercent bounds the GOGC the floor sets: a heap goal 100 times what
-// is live and scanned, reached only by a process of under 1 MiB.
-const maxGCPercent = 10000
+// minHeapAt100 is the Go runtime's minimum heap goal at GOGC 100
+// (defaultHeapMinimum), scaled by GOGC like the goal itself.
+const minHeapAt100 = 4 << 20
 
 // gcFloorMetrics are what gcPercentFloor reads after each collection, in
 // runtime/metrics' names: the live heap the collection marked, and the

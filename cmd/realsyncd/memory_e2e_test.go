@@ -7,7 +7,8 @@ import (
 )
 
 // realsyncd keeps its heap floor by default (GOGC raised after its
-// collections, as /metrics' go_gc_gogc_percent shows), none with
+// collections, as /metrics' go_gc_gogc_percent shows, the heap goal within
+// the floor), none with
 // REALSYNC_GC_MIN_HEAP=0, and leaves an operator's GOGC alone, saying so.
 func TestGCMinHeapServed(t *testing.T) {
 	t.Parallel()
@@ -47,6 +48,11 @@ func TestGCMinHeapServed(t *testing.T) {
 			}
 			if !tc.ok(gogc) {
 				t.Errorf("go_gc_gogc_percent %v, want %s", gogc, tc.want)
+			}
+			// by default the next collection's heap goal is at most the
+			// floor, however little is live
+			if goal := metricValue(scrapeMetrics(t, in.url+"/metrics"), "go_memstats_next_gc_bytes"); tc.env == nil && goal > 64<<20 {
+				t.Errorf("go_memstats_next_gc_bytes %v, past the 64 MiB floor", goal)
 			}
 			if tc.log != "" && !strings.Contains(in.logText(), tc.log) {
 				t.Errorf("the log does not say %q:\n%s", tc.log, in.logText())

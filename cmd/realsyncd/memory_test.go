@@ -51,8 +51,9 @@ func TestGCMinHeapSetting(t *testing.T) {
 	}
 }
 
-// gcPercentFloor puts the next heap goal at the floor, never below the
-// process' own GOGC nor above maxGCPercent.
+// gcPercentFloor puts the next heap goal at the floor, the runtime's
+// minimum heap (which GOGC scales) included, and never below the process'
+// own GOGC.
 func TestGCPercentFloor(t *testing.T) {
 	const mib = 1 << 20
 	tests := []struct {
@@ -69,7 +70,10 @@ func TestGCPercentFloor(t *testing.T) {
 		{"PastTheFloor", 64 * mib, 80 * mib, 1 * mib, 100, 100},
 		{"BaseAbove", 64 * mib, 8 * mib, 0, 1000, 1000},
 		{"BaseBelow", 64 * mib, 40 * mib, 0, 50, 60},
-		{"Tiny", 64 * mib, 1 << 10, 0, 100, maxGCPercent},
+		// the runtime's minimum heap, 4 MiB × GOGC/100, bounds it
+		{"Tiny", 64 * mib, 1 * mib, mib * 3 / 10, 100, 1600},
+		{"TinyLargeFloor", 1 << 30, 1 << 10, 0, 100, 25600},
+		{"TinyBaseAbove", 64 * mib, 1 * mib, 0, 3000, 3000},
 		{"Empty", 64 * mib, 0, 0, 100, 100},
 	}
 	for _, tc := range tests {

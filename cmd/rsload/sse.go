@@ -56,6 +56,12 @@ type Report struct {
 	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
 	RSSStreamsKiB   int64   `json:"rssStreamsKiB,omitempty"`
 	RSSPerStreamKiB float64 `json:"rssPerStreamKiB,omitempty"`
+	// and the whole process's RSS with them idle per stream: realsyncd's
+	// heap floor (REALSYNC_GC_MIN_HEAP) leaves up to its size of garbage
+	// in the reading before the streams, which the collection after their
+	// opening burst frees, so the difference alone can understate a
+	// stream's share; this one counts the instance's own memory in
+	RSSWholePerStreamKiB float64 `json:"rssWholePerStreamKiB,omitempty"`
 	// with -rss-settle: the lowest RSS within it, and when it was read
 	RSSSettledKiB          int64   `json:"rssSettledKiB,omitempty"`
 	RSSSettledPerStreamKiB float64 `json:"rssSettledPerStreamKiB,omitempty"`
@@ -180,6 +186,7 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 	if c.RSSPid != 0 {
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
+		rep.RSSWholePerStreamKiB = float64(rss[1]) / float64(c.Streams)
 	}
 	if settled != 0 {
 		rep.RSSSettledKiB, rep.RSSSettledAfterS = settled, settledAfter.Seconds()
@@ -597,12 +604,8 @@ func (r *Report) print(w io.Writer, c Config) {
 	}
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	if r.RSSStreamsKiB != 0 {
-		// the whole process too: realsyncd's heap floor (REALSYNC_GC_MIN_HEAP)
-		// leaves up to its size of garbage in the reading before the
-		// streams, which the collection after their opening burst frees,
-		// so the difference alone can understate a stream's share
 		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream (the whole process: %.1f KiB per stream)\n",
-			r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB, float64(r.RSSStreamsKiB)/float64(r.Streams))
+			r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB, r.RSSWholePerStreamKiB)
 	}
 	if r.RSSSettledKiB != 0 {
 		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
