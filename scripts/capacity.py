@@ -136,27 +136,13 @@ def load(path):
     # a reconnect storm after an instance dies is a burst. Logs since
     # 2026-12-03 run it in 3 rounds, the first watching the settled figure:
     # the largest round's burst figure is planned for.
-    # Logs since 2026-12-03 (evening) print the whole process' RSS per
-    # stream too: with realsyncd's heap floor (REALSYNC_GC_MIN_HEAP) the
-    # reading before the streams holds up to 64 MiB of garbage that the
-    # burst's collection frees, so the difference understates a stream;
-    # the whole process (the instance's own memory counted in) is planned
-    # for where the log has it.
     rounds = [f"{t10k} (round {r})" for r in (1, 2, 3)]
-    per_stream = r"with them idle: ([\d.]+) KiB per stream"
-    settled = r"settled RSS .*?: ([\d.]+) KiB per stream"
-    whole = any("(the whole process:" in i.secs.get(t, "") for t in [t10k] + rounds)
-    if whole:
-        per_stream = r"with them idle: .*?\(the whole process: ([\d.]+) KiB per stream\)"
-        settled = r"settled RSS (\d+) KiB"
-    settled_of = (lambda kib: kib / 10000) if whole else float
     if t10k in i.secs:
-        stream_kib = i.find("stream_kib", t10k, per_stream)
-        settled_kib = i.find("settled_kib", t10k, settled, then=settled_of)
+        stream_kib = i.find("stream_kib", t10k, r"with them idle: ([\d.]+) KiB per stream")
+        settled_kib = i.find("settled_kib", t10k, r"settled RSS .*?: ([\d.]+) KiB per stream")
     else:
-        stream_kib = i.largest("stream_kib", rounds, per_stream)
-        settled_kib = i.find("settled_kib", rounds[0], settled, then=settled_of)
-    i.source["stream_whole"] = whole
+        stream_kib = i.largest("stream_kib", rounds, r"with them idle: ([\d.]+) KiB per stream")
+        settled_kib = i.find("settled_kib", rounds[0], r"settled RSS .*?: ([\d.]+) KiB per stream")
     tm = "Redis memory per idle 8-player room"
     room = i.find("room_bytes", tm, r"([\d.]+) bytes/idle-room-in-all")  # log dropped by the janitor
     log_event = i.find("log_event_bytes", tm, r"([\d.]+) log-bytes/event")
@@ -223,8 +209,7 @@ def main():
     print(f"| lease renewal, Redis per stream and second | {REDIS_US['renew_per_stream']:.2f} µs | {inp.source['renew_per_stream']} |")
     print(f"| realsyncd CPU per event delivered to a stream | {SERVER_US['event']:.1f} µs | {inp.source['event']} |")
     print(f"| realsyncd CPU per heartbeat | {SERVER_US['ping']:.1f} µs | {inp.source['ping']} |")
-    whole = "the whole process' RSS per stream, " if inp.source["stream_whole"] else ""
-    print(f"| resident memory per stream ({whole}2 s after 10 000 opened; settled: {settled:.1f} KiB) | {STREAM_KIB:.1f} KiB | {inp.source['stream_kib']} |")
+    print(f"| resident memory per stream (2 s after 10 000 opened; settled: {settled:.1f} KiB) | {STREAM_KIB:.1f} KiB | {inp.source['stream_kib']} |")
     print(f"| Redis memory per idle 8-player room (log dropped) | {ROOM_BYTES:.0f} bytes | {inp.source['room_bytes']} |")
     print(f"| a log: per event / a log of 8 events | {LOG_EVENT_BYTES:.1f} / {LOG_FIRST_NODE:.0f} bytes | {inp.source['log_event_bytes']} |")
     print()

@@ -52,15 +52,13 @@ type Report struct {
 	// ends that stream)
 	StreamRefusals map[string]int64 `json:"streamRefusals,omitempty"`
 	// with -rss-pid: the server's resident memory before the streams
-	// opened and with them open and idle, and the difference per stream
+	// opened (the sse scenario's: before it seeded its rooms) and with
+	// them open and idle, and the difference per stream
 	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
 	RSSStreamsKiB   int64   `json:"rssStreamsKiB,omitempty"`
 	RSSPerStreamKiB float64 `json:"rssPerStreamKiB,omitempty"`
-	// and the whole process's RSS with them idle per stream: realsyncd's
-	// heap floor (REALSYNC_GC_MIN_HEAP) leaves up to its size of garbage
-	// in the reading before the streams, which the collection after their
-	// opening burst frees, so the difference alone can understate a
-	// stream's share; this one counts the instance's own memory in
+	// and the whole process's RSS with them idle per stream: an upper
+	// bound, the instance's own memory counted in
 	RSSWholePerStreamKiB float64 `json:"rssWholePerStreamKiB,omitempty"`
 	// with -rss-settle: the lowest RSS within it, and when it was read
 	RSSSettledKiB          int64   `json:"rssSettledKiB,omitempty"`
@@ -102,11 +100,23 @@ type arrival struct {
 }
 
 func runSSE(ctx context.Context, c Config) (*Report, error) {
+	// the server's RSS before the rooms are seeded: the seeding's garbage
+	// is not a stream's, and a server whose collector lets garbage build
+	// up to a floor (realsyncd's REALSYNC_GC_MIN_HEAP) would keep it in a
+	// reading taken after it, while the collection after the streams'
+	// opening burst frees it, leaving the difference short
+	var before int64
+	if c.RSSPid != 0 {
+		var err error
+		if before, err = residentKiB(c.RSSPid); err != nil {
+			return nil, err
+		}
+	}
 	rooms, err := setup(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return measureStreams(ctx, c, rooms, func(i int) (url, token string, r *room) {
+	return measureStreams(ctx, c, rooms, before, func(i int) (url, token string, r *room) {
 		r = rooms[i%len(rooms)]
 		return c.URLs[i%len(c.URLs)] + "/v1/rooms/" + r.id + "/events", r.users[(i/len(rooms))%len(r.users)], r
 	}, func(ctx context.Context, base string, r *room, n int) (int64, error) {
@@ -125,12 +135,14 @@ type (
 
 // measureStreams opens c.Streams streams, waits until they are quiet,
 // sends changes at c.Rate for c.Duration, and reports what the streams
-// received of them (and, with c.RSSPid, the server's memory per stream).
-func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, send sender) (*Report, error) {
-	var rss [2]int64
+// received of them (and, with c.RSSPid, the server's memory per stream,
+// from before: its RSS in KiB read earlier by the caller, or 0 to read it
+// now).
+func measureStreams(ctx context.Context, c Config, rooms []*room, before int64, open opener, send sender) (*Report, error) {
+	rss := [2]int64{before, 0}
 	var err error
 	goroutines := [2]int64{serverGoroutines(c.URLs[0]), 0}
-	if c.RSSPid != 0 {
+	if c.RSSPid != 0 && before == 0 {
 		if rss[0], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
 		}
