@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/maypok86/otter/v2"
 
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
@@ -46,8 +47,8 @@ type Auth struct {
 	keys atomic.Pointer[[]Key] // the studio keys (JWKS file)
 
 	mu       sync.Mutex
-	verified map[string]Identity // tokens already checked, until they expire
-	gen      uint64              // of the keys: a token checked with older keys is not remembered
+	verified *otter.Cache[string, Identity] // tokens already checked, until they expire; nil until the first
+	gen      uint64                         // of the keys: a token checked with older keys is not remembered
 }
 
 // Identity is a verified identity token: its user, when it expires, and
@@ -62,8 +63,14 @@ type Identity struct {
 	Stream string
 }
 
-// maxVerified bounds the cache of checked tokens; it is emptied when full.
-const maxVerified = 10_000
+// maxVerified bounds the cache of checked tokens (about 400 bytes each,
+// the token itself among them: some 40 MB at most): an instance serving more active users than that
+// checks again the tokens of those it evicted, the least used first
+// (otter's W-TinyLFU). Checking one costs about 13 µs and 89 allocations,
+// finding it 0.1 µs and none (BenchmarkVerify): a map emptied when full at
+// 10 000, as before, made an instance of 30 000 active users check nearly
+// every request's token again.
+const maxVerified = 100_000
 
 type claims struct {
 	Name string `json:"name,omitempty"`
@@ -110,10 +117,12 @@ func (a *Auth) Keys() []Key {
 func (a *Auth) Verify(token string) (Identity, error) {
 	now := a.now()
 	a.mu.Lock()
-	v, ok := a.verified[token]
-	gen := a.gen
+	if a.verified == nil {
+		a.verified = newVerified(a.Leeway)
+	}
+	cache, gen := a.verified, a.gen
 	a.mu.Unlock()
-	if ok && now.Before(v.Expires.Add(a.Leeway)) {
+	if v, ok := cache.GetIfPresent(token); ok && now.Before(v.Expires.Add(a.Leeway)) {
 		return v, nil
 	}
 	id, err := a.verify(token)
@@ -122,13 +131,22 @@ func (a *Auth) Verify(token string) (Identity, error) {
 	}
 	a.mu.Lock()
 	if a.gen == gen { // else the keys changed meanwhile: verify again next time
-		if a.verified == nil || len(a.verified) >= maxVerified {
-			a.verified = map[string]Identity{}
-		}
-		a.verified[token] = id
+		cache.Set(token, id)
 	}
 	a.mu.Unlock()
 	return id, nil
+}
+
+// newVerified is an empty cache of checked tokens, each kept until it
+// expires (leeway past its exp) or is evicted to keep maxVerified.
+// Verify checks the expiry again on its own clock when it finds one.
+func newVerified(leeway time.Duration) *otter.Cache[string, Identity] {
+	return otter.Must(&otter.Options[string, Identity]{
+		MaximumSize: maxVerified,
+		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, Identity]) time.Duration {
+			return max(time.Until(e.Value.Expires.Add(leeway)), time.Millisecond)
+		}),
+	})
 }
 
 func (a *Auth) verify(token string) (Identity, error) {
