@@ -63,14 +63,19 @@ type Identity struct {
 	Stream string
 }
 
-// maxVerified bounds the cache of checked tokens (about 400 bytes each,
-// the token itself among them: some 40 MB at most): an instance serving more active users than that
-// checks again the tokens of those it evicted, the least used first
-// (otter's W-TinyLFU). Checking one costs about 13 µs and 89 allocations,
-// finding it 0.1 µs and none (BenchmarkVerify): a map emptied when full at
-// 10 000, as before, made an instance of 30 000 active users check nearly
-// every request's token again.
-const maxVerified = 100_000
+// maxVerifiedBytes bounds the cache of checked tokens, each weighed as its
+// length plus verifiedEntryBytes (a server's guest token: 222 + 208 bytes,
+// some 140 000 of them; a studio's RS256 token of 1 KiB: about 50 000): an
+// instance serving more active users than that checks again the tokens of
+// those it evicted, the least used first (otter's W-TinyLFU). Checking one
+// costs about 13 µs and 89 allocations, finding it about 0.25 µs and none
+// (BenchmarkVerify): a map emptied when full at 10 000, as before, made an
+// instance of 30 000 active users check nearly every request's token again.
+const maxVerifiedBytes = 64 << 20
+
+// verifiedEntryBytes is what an entry holds besides its token (the
+// Identity, otter's node; 208 bytes measured).
+const verifiedEntryBytes = 256
 
 type claims struct {
 	Name string `json:"name,omitempty"`
@@ -118,7 +123,7 @@ func (a *Auth) Verify(token string) (Identity, error) {
 	now := a.now()
 	a.mu.Lock()
 	if a.verified == nil {
-		a.verified = newVerified(a.Leeway)
+		a.verified = newVerified(a.Leeway, a.now)
 	}
 	cache, gen := a.verified, a.gen
 	a.mu.Unlock()
@@ -131,20 +136,24 @@ func (a *Auth) Verify(token string) (Identity, error) {
 	}
 	a.mu.Lock()
 	if a.gen == gen { // else the keys changed meanwhile: verify again next time
-		cache.Set(token, id)
+		// a copy: token may be part of a larger string (a header's)
+		cache.Set(strings.Clone(token), id)
 	}
 	a.mu.Unlock()
 	return id, nil
 }
 
 // newVerified is an empty cache of checked tokens, each kept until it
-// expires (leeway past its exp) or is evicted to keep maxVerified.
-// Verify checks the expiry again on its own clock when it finds one.
-func newVerified(leeway time.Duration) *otter.Cache[string, Identity] {
+// expires (leeway past its exp, on now, the Auth's clock) or is evicted to
+// keep maxVerifiedBytes. Verify checks the expiry again when it finds one.
+func newVerified(leeway time.Duration, now func() time.Time) *otter.Cache[string, Identity] {
 	return otter.Must(&otter.Options[string, Identity]{
-		MaximumSize: maxVerified,
+		MaximumWeight: maxVerifiedBytes,
+		Weigher: func(token string, _ Identity) uint32 {
+			return uint32(min(len(token), maxVerifiedBytes)) + verifiedEntryBytes
+		},
 		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, Identity]) time.Duration {
-			return max(time.Until(e.Value.Expires.Add(leeway)), time.Millisecond)
+			return max(e.Value.Expires.Add(leeway).Sub(now()), time.Millisecond)
 		}),
 	})
 }

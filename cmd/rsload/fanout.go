@@ -136,7 +136,7 @@ func runFanout(ctx context.Context, c Config) (*Report, error) {
 	for i := range rooms {
 		rooms[i] = &room{id: strconv.Itoa(i), sent: map[int64]time.Time{}}
 	}
-	return measureStreams(ctx, c, rooms, 0, func(i int) (url, token string, r *room) {
+	return measureStreams(ctx, c, rooms, nil, func(i int) (url, token string, r *room) {
 		r = rooms[i%len(rooms)]
 		return c.URLs[i%len(c.URLs)] + "/fanout/events?room=" + r.id, "", r
 	}, func(ctx context.Context, base string, r *room, n int) (int64, error) {

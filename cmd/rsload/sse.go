@@ -55,6 +55,7 @@ type Report struct {
 	// opened (the sse scenario's: before it seeded its rooms) and with
 	// them open and idle, and the difference per stream
 	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
+	RSSBeforeAt     string  `json:"rssBeforeAt,omitempty"` // "seeding" (the sse scenario) or "streams" (fanout)
 	RSSStreamsKiB   int64   `json:"rssStreamsKiB,omitempty"`
 	RSSPerStreamKiB float64 `json:"rssPerStreamKiB,omitempty"`
 	// and the whole process's RSS with them idle per stream: an upper
@@ -105,12 +106,13 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 	// up to a floor (realsyncd's REALSYNC_GC_MIN_HEAP) would keep it in a
 	// reading taken after it, while the collection after the streams'
 	// opening burst frees it, leaving the difference short
-	var before int64
+	var before *int64
 	if c.RSSPid != 0 {
-		var err error
-		if before, err = residentKiB(c.RSSPid); err != nil {
+		kib, err := residentKiB(c.RSSPid)
+		if err != nil {
 			return nil, err
 		}
+		before = &kib
 	}
 	rooms, err := setup(ctx, c)
 	if err != nil {
@@ -136,13 +138,19 @@ type (
 // measureStreams opens c.Streams streams, waits until they are quiet,
 // sends changes at c.Rate for c.Duration, and reports what the streams
 // received of them (and, with c.RSSPid, the server's memory per stream,
-// from before: its RSS in KiB read earlier by the caller, or 0 to read it
-// now).
-func measureStreams(ctx context.Context, c Config, rooms []*room, before int64, open opener, send sender) (*Report, error) {
-	rss := [2]int64{before, 0}
+// from before: its RSS in KiB read by the caller before it seeded its
+// rooms, or nil to read it now, before the streams). The goroutines are
+// counted before the streams either way.
+func measureStreams(ctx context.Context, c Config, rooms []*room, before *int64, open opener, send sender) (*Report, error) {
+	var rss [2]int64
 	var err error
 	goroutines := [2]int64{serverGoroutines(c.URLs[0]), 0}
-	if c.RSSPid != 0 && before == 0 {
+	beforeAt := "streams"
+	switch {
+	case c.RSSPid == 0:
+	case before != nil:
+		rss[0], beforeAt = *before, "seeding"
+	default:
 		if rss[0], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
 		}
@@ -196,7 +204,7 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, before int64, 
 		}
 	}
 	if c.RSSPid != 0 {
-		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
+		rep.RSSBeforeKiB, rep.RSSBeforeAt, rep.RSSStreamsKiB = rss[0], beforeAt, rss[1]
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
 		rep.RSSWholePerStreamKiB = float64(rss[1]) / float64(c.Streams)
 	}
@@ -616,8 +624,8 @@ func (r *Report) print(w io.Writer, c Config) {
 	}
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	if r.RSSStreamsKiB != 0 {
-		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream (the whole process: %.1f KiB per stream)\n",
-			r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB, r.RSSWholePerStreamKiB)
+		fmt.Fprintf(w, "  server RSS  %d KiB before the %s, %d KiB with them idle: %.1f KiB per stream (the whole process: %.1f KiB per stream)\n",
+			r.RSSBeforeKiB, r.RSSBeforeAt, r.RSSStreamsKiB, r.RSSPerStreamKiB, r.RSSWholePerStreamKiB)
 	}
 	if r.RSSSettledKiB != 0 {
 		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
