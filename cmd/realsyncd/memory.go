@@ -117,9 +117,9 @@ var gcFloorMetrics = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/g
 
 // startGCFloor keeps the heap floor (0: off) until the returned stop, which
 // puts GOGC back to what it was (the process' GOGC, which it never goes
-// below; with collections off it does nothing). It runs after every collection, on the
-// runtime's finalizer goroutine: a finalizer set on an object nobody holds,
-// set again each time it runs.
+// below; with collections off it does nothing). It runs after every
+// collection, on the runtime's finalizer goroutine: a finalizer set on an
+// object nobody holds, set again each time it runs.
 func startGCFloor(floor uint64) (stop func()) {
 	if floor == 0 {
 		return func() {}
