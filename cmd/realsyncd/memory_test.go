@@ -5,8 +5,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
+	"weak"
 )
 
 // REALSYNC_GC_MIN_HEAP: 64 MiB by default, 0 off, GOMEMLIMIT's suffixes,
@@ -134,4 +136,72 @@ func TestGCFloorFollowsTheLiveHeap(t *testing.T) {
 	if p := gogc(); p != int64(base) {
 		t.Fatalf("GOGC %d after stop and collections, want %d", p, base)
 	}
+}
+
+// collectBurst gives back what a burst left in sync.Pools (one collection
+// only moves a pool's content to its victim cache, kept until the next),
+// and stops at two collections when the stacks did not shrink.
+func TestCollectBurstEmptiesPools(t *testing.T) {
+	var pool sync.Pool
+	buf := new([64 << 10]byte)
+	kept := weak.Make(buf)
+	pool.Put(buf)
+	buf = nil
+	collectBurst()
+	if kept.Value() != nil {
+		t.Fatal("a pooled buffer outlived collectBurst")
+	}
+	runtime.KeepAlive(&pool)
+	if n := collectBurst(); n != 2 {
+		t.Errorf("%d collections with no stack left to shrink, want 2", n)
+	}
+}
+
+// collectBurst collects again while the goroutines' stacks shrink (one
+// collection halves a stack), up to maxBurstCollections: idle goroutines
+// whose stacks grew to 64 KiB are back to a sixteenth of it.
+func TestCollectBurstShrinksStacks(t *testing.T) {
+	const goroutines = 64
+	stacks := func() int64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+		metrics.Read(s)
+		return int64(s[0].Value.Uint64())
+	}
+	runtime.GC()
+	base := stacks()
+	grown, stop := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			growStack(48)
+			grown <- struct{}{}
+			<-stop
+		})
+	}
+	for range goroutines {
+		<-grown
+	}
+	defer func() { close(stop); wg.Wait() }()
+	before := stacks() - base
+	if before < goroutines*48<<10 {
+		t.Fatalf("the goroutines' stacks grew by %d bytes, want at least %d", before, goroutines*48<<10)
+	}
+	if n := collectBurst(); n != maxBurstCollections {
+		t.Errorf("%d collections, want %d (the stacks shrank at each)", n, maxBurstCollections)
+	}
+	if after := stacks() - base; after > before/10 {
+		t.Fatalf("the goroutines' stacks hold %d bytes more than before them after collectBurst, %d before it: want at most a tenth", after, before)
+	}
+}
+
+// growStack uses about n KiB of its goroutine's stack.
+//
+//go:noinline
+func growStack(n int) byte {
+	var b [1 << 10]byte
+	b[n%len(b)] = byte(n)
+	if n == 0 {
+		return b[0]
+	}
+	return growStack(n-1) + b[(n*7)%len(b)]
 }
