@@ -28,6 +28,21 @@ import (
 // stack shrinks to 4 KiB; they were about 1.8 KiB while the stream's loop
 // waited under its handler's closures, and the stack stayed at 8 KiB.
 // Keep runRest's frame small.
+//
+// The openings carryStreams runs at once are bounded (maxStreamOpenings):
+// a stream asked for past the bound waits on its request's goroutine,
+// whose stack is small, for an opening to end. A storm of openings (an
+// instance restarted, a network came back) otherwise runs every one of
+// them at once, each with its goroutine, its snapshot and its share of
+// the Redis replies: 10 000 h2c streams asked for at once peaked at
+// 524–535 MB resident and left about two goroutine records a stream (the
+// runtime never frees one) and their garbage interleaved with what lives
+// on; bounded at 256, 341–358 MB, and 20.5–21.2 KiB a stream once the
+// burst was released against 23.0–23.7, the openings taking 11.1–13.9 s
+// against 9.6–12.1 (docs/PERFORMANCE-HISTORY.md, "Stream openings
+// bounded").
+// Plain HTTP/1.1 room streams (takenOver) are not bounded: one the hub
+// did not take over would hold its place for its whole life.
 
 // carrying is a stream request's hand-over from its handler to
 // carryStreams: the rest of the stream, and what must run after it (the
@@ -49,9 +64,11 @@ func carryingFrom(ctx context.Context) *carrying {
 	return c
 }
 
-// carryStreams serves a GET of an event stream on a goroutine of its own
-// and then runs the rest of the stream the handler carried over, if any,
-// on the request's goroutine; any other request as usual. A panic that
+// carryStreams serves a GET of an event stream on a goroutine of its own,
+// once the openings under way leave it a place (a request whose client
+// went away while it waited ends there, unanswered and unlogged), and
+// then runs the rest of the stream the handler carried over, if any, on
+// the request's goroutine; any other request as usual. A panic that
 // reaches it (past recoverPanics) is raised again on the request's
 // goroutine, after the carried stream, if any, was ended. A panic of the
 // carried rest is logged as a handler's is (recoverPanics), the stream's
@@ -60,6 +77,19 @@ func carryingFrom(ctx context.Context) *carrying {
 type carryStreams struct {
 	chi.Router
 	log *slog.Logger
+	// openings holds a place for each opening under way, its router,
+	// middlewares and handler (nil: no bound, in tests)
+	openings chan struct{}
+}
+
+// maxStreamOpenings bounds the stream openings an instance runs at once
+// (carryStreams).
+const maxStreamOpenings = 256
+
+// newCarryStreams returns a carryStreams of r that runs at most
+// maxStreamOpenings openings at once.
+func newCarryStreams(r chi.Router, log *slog.Logger) carryStreams {
+	return carryStreams{Router: r, log: log, openings: make(chan struct{}, maxStreamOpenings)}
 }
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -67,11 +97,23 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cs.Router.ServeHTTP(w, r)
 		return
 	}
+	if cs.openings != nil {
+		select {
+		case cs.openings <- struct{}{}:
+		case <-r.Context().Done():
+			return // gone while it waited: nobody to answer
+		}
+	}
 	c := &carrying{}
 	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
 	done := make(chan any, 1)
 	go func() {
-		defer func() { done <- recover() }() // nil unless it panicked
+		defer func() {
+			if cs.openings != nil {
+				<-cs.openings
+			}
+			done <- recover() // nil unless it panicked
+		}()
 		cs.Router.ServeHTTP(w, r)
 	}()
 	v := <-done

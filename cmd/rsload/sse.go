@@ -51,6 +51,9 @@ type Report struct {
 	// problem code (a 429's Retry-After is waited; another 4xx but 408
 	// ends that stream)
 	StreamRefusals map[string]int64 `json:"streamRefusals,omitempty"`
+	// OpenedInS: from the first stream asked for until every stream had
+	// its opening (or gave up), in seconds: all are asked for at once
+	OpenedInS float64 `json:"openedInS,omitempty"`
 	// with -rss-pid: the server's resident memory before the streams
 	// opened (the sse scenario's: before it seeded its rooms) and with
 	// them open and idle, and the difference per stream
@@ -313,6 +316,7 @@ type streamSet struct {
 	drops    atomic.Int64
 	writing  atomic.Bool  // the measured window began (the first write)
 	opening  atomic.Int64 // drops before it
+	openedIn time.Duration
 	mu       sync.Mutex
 	refused  map[string]int64 // by problem code
 	why      map[string]int64 // drops by dropReason
@@ -340,6 +344,7 @@ func openStreams(ctx context.Context, n int, open opener) *streamSet {
 	}
 	var ready sync.WaitGroup
 	var frames atomic.Int64
+	start := time.Now()
 	for i := range n {
 		url, token, r := open(i)
 		r.mu.Lock() // a stream of r refused for good takes itself off meanwhile
@@ -353,6 +358,7 @@ func openStreams(ctx context.Context, n int, open opener) *streamSet {
 		}()
 	}
 	ready.Wait()
+	s.openedIn = time.Since(start)
 	settle(&frames)
 	return s
 }
@@ -369,6 +375,7 @@ func (s *streamSet) close(c Config, rooms []*room, ok, failed int64, took time.D
 	s.stop()
 	s.done.Wait()
 	rep := report(c, rooms, s.arrivals, ok, failed, took, s.drops.Load())
+	rep.OpenedInS = s.openedIn.Seconds()
 	s.mu.Lock()
 	if len(s.refused) > 0 {
 		rep.StreamRefusals = s.refused
@@ -616,6 +623,9 @@ func (r *Report) print(w io.Writer, c Config) {
 	fmt.Fprintf(w, "sse: %d streams on %d rooms via %d instance(s), %s of writes\n", r.Streams, r.Rooms, len(c.URLs), c.Duration)
 	fmt.Fprintf(w, "  patches     %d ok, %d failed (%.0f/s)\n", r.Patches, r.PatchErrors, r.PatchesPerSecond)
 	fmt.Fprintf(w, "  delivered   %d of %d expected (%.0f events/s), %d stream reconnects\n", r.Delivered, r.Expected, r.EventsPerSecond, r.StreamDrops)
+	if r.OpenedInS > 0 {
+		fmt.Fprintf(w, "  opening     %d streams asked for at once, every one open in %.2f s (%.0f openings/s)\n", r.Streams, r.OpenedInS, float64(r.Streams)/r.OpenedInS)
+	}
 	if len(r.StreamDropReasons) > 0 {
 		fmt.Fprintf(w, "  reconnects  %d before the first write; by why the stream ended: %v\n", r.StreamDropsOpening, r.StreamDropReasons)
 	}

@@ -82,6 +82,9 @@ func TestSSERunCountsRefusedStreams(t *testing.T) {
 	if d := time.Duration(retried.Load()); d < time.Second {
 		t.Errorf("the refused stream came back %s after its 429, before its Retry-After", d)
 	}
+	if r.OpenedInS < 1 {
+		t.Errorf("every stream open in %.2f s, before the refused one's Retry-After", r.OpenedInS)
+	}
 }
 
 // Reconnects are counted by why the stream ended: one stream's first
