@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,9 +45,9 @@ type Auth struct {
 
 	keys atomic.Pointer[[]Key] // the studio keys (JWKS file)
 
-	mu       sync.Mutex
-	verified *otter.Cache[string, Identity] // tokens already checked, until they expire; nil until the first
-	gen      uint64                         // of the keys: a token checked with older keys is not remembered
+	// verified: the tokens already checked, until they expire; nil until
+	// the first, replaced when the keys change (SetKeys)
+	verified atomic.Pointer[otter.Cache[string, Identity]]
 }
 
 // Identity is a verified identity token: its user, when it expires, and
@@ -90,13 +89,13 @@ func (a *Auth) now() time.Time {
 }
 
 // SetKeys replaces the studio keys and forgets every token checked so far,
-// so a removed key stops verifying at once.
+// so a removed key stops verifying at once: the keys are stored before
+// the cache is dropped, so a Verify that finds the next cache checks with
+// the new keys, and one still holding the old cache remembers its token
+// there, where nobody looks again.
 func (a *Auth) SetKeys(keys []Key) {
-	a.mu.Lock()
 	a.keys.Store(&keys)
-	a.verified = nil
-	a.gen++
-	a.mu.Unlock()
+	a.verified.Store(nil)
 }
 
 // Keys returns the studio keys in use.
@@ -121,25 +120,20 @@ func (a *Auth) Keys() []Key {
 // check and JSON decoding cost more than the rest of a small request.
 func (a *Auth) Verify(token string) (Identity, error) {
 	now := a.now()
-	a.mu.Lock()
-	if a.verified == nil {
-		a.verified = newVerified(a.Leeway, a.now)
+	cache := a.verified.Load()
+	for cache == nil {
+		a.verified.CompareAndSwap(nil, newVerified(a.Leeway, a.now))
+		cache = a.verified.Load() // nil again only if SetKeys dropped it meanwhile
 	}
-	cache, gen := a.verified, a.gen
-	a.mu.Unlock()
 	if v, ok := cache.GetIfPresent(token); ok && now.Before(v.Expires.Add(a.Leeway)) {
 		return v, nil
 	}
-	id, err := a.verify(token)
+	id, err := a.verify(token) // the keys read after the cache (see SetKeys)
 	if err != nil {
 		return Identity{}, err
 	}
-	a.mu.Lock()
-	if a.gen == gen { // else the keys changed meanwhile: verify again next time
-		// a copy: token may be part of a larger string (a header's)
-		cache.Set(strings.Clone(token), id)
-	}
-	a.mu.Unlock()
+	// a copy: token may be part of a larger string (a header's)
+	cache.Set(strings.Clone(token), id)
 	return id, nil
 }
 

@@ -28,7 +28,7 @@ func TestVerifiedTokensOutlastTenThousandUsers(t *testing.T) {
 		users[i] = id.User.ID
 	}
 	for _, i := range []int{0, 9_999, 10_000, 29_999} {
-		if id, ok := a.verified.GetIfPresent(tokens[i]); !ok || id.User.ID != users[i] {
+		if id, ok := a.verified.Load().GetIfPresent(tokens[i]); !ok || id.User.ID != users[i] {
 			t.Errorf("token %d: in the cache %v, user %q, want %q", i, ok, id.User.ID, users[i])
 		}
 	}
@@ -47,7 +47,7 @@ func TestVerifiedTokensKeptOnTheAuthsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // past otter's least expiry (1 ms) on the machine's clock
-	if _, ok := a.verified.GetIfPresent(g.Token); !ok {
+	if _, ok := a.verified.Load().GetIfPresent(g.Token); !ok {
 		t.Fatal("a token valid on the Auth's clock was dropped")
 	}
 }
