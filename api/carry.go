@@ -35,14 +35,18 @@ import (
 // instance restarted, a network came back) otherwise runs every one of
 // them at once, each with its goroutine, its snapshot and its share of
 // the Redis replies: 10 000 h2c streams asked for at once peaked at
-// 524–535 MB resident and left about two goroutine records a stream (the
+// 512–523 MiB resident and left about two goroutine records a stream (the
 // runtime never frees one) and their garbage interleaved with what lives
-// on; bounded at 256, 341–358 MB, and 20.5–21.2 KiB a stream once the
+// on; bounded at 256, 333–350 MiB, and 20.5–21.2 KiB a stream once the
 // burst was released against 23.0–23.7, the openings taking 11.1–13.9 s
 // against 9.6–12.1 (docs/PERFORMANCE-HISTORY.md, "Stream openings
-// bounded").
-// Plain HTTP/1.1 room streams (takenOver) are not bounded: one the hub
-// did not take over would hold its place for its whole life.
+// bounded"). An opening keeps its place until it hands its rest over or
+// its handler returns, whichever comes first, so a stream that ran its
+// whole life in its handler would not keep one. Not bounded: plain
+// HTTP/1.1 room streams (takenOver: they open on their connection's
+// goroutine), and a stream asked for with a body (which no EventSource
+// sends), served as any request, since its body is read (limitBody) before
+// anything else and a client can take its time sending it.
 
 // carrying is a stream request's hand-over from its handler to
 // carryStreams: the rest of the stream, and what must run after it (the
@@ -53,6 +57,17 @@ type carrying struct {
 	// broken: the handler's goroutine panicked; rest only ends the stream
 	// (streamClient.Send fails)
 	broken bool
+	// place: the opening's place among carryStreams' openings, nil once
+	// given back (leave; only the handler's goroutine uses it)
+	place chan struct{}
+}
+
+// leave gives the opening's place back, once.
+func (c *carrying) leave() {
+	if c.place != nil {
+		<-c.place
+		c.place = nil
+	}
 }
 
 type carryingKey struct{}
@@ -66,7 +81,8 @@ func carryingFrom(ctx context.Context) *carrying {
 
 // carryStreams serves a GET of an event stream on a goroutine of its own,
 // once the openings under way leave it a place (a request whose client
-// went away while it waited ends there, unanswered and unlogged), and
+// went away while it waited ends there, unanswered and unlogged; one cut
+// by a shutdown meanwhile is served at once, and answered as such), and
 // then runs the rest of the stream the handler carried over, if any, on
 // the request's goroutine; any other request as usual. A panic that
 // reaches it (past recoverPanics) is raised again on the request's
@@ -93,25 +109,26 @@ func newCarryStreams(r chi.Router, log *slog.Logger) carryStreams {
 }
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet || !isStream(r) || takenOver(r) {
+	if r.Method != http.MethodGet || !isStream(r) || takenOver(r) || r.ContentLength != 0 {
 		cs.Router.ServeHTTP(w, r)
 		return
 	}
-	if cs.openings != nil {
+	c := &carrying{place: cs.openings}
+	if c.place != nil {
 		select {
-		case cs.openings <- struct{}{}:
+		case c.place <- struct{}{}:
 		case <-r.Context().Done():
-			return // gone while it waited: nobody to answer
+			if !hungUp(r.Context()) { // a shutdown's cut: answered as one
+				cs.Router.ServeHTTP(w, r)
+			}
+			return // else gone while it waited: nobody to answer
 		}
 	}
-	c := &carrying{}
 	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
 	done := make(chan any, 1)
 	go func() {
 		defer func() {
-			if cs.openings != nil {
-				<-cs.openings
-			}
+			c.leave()
 			done <- recover() // nil unless it panicked
 		}()
 		cs.Router.ServeHTTP(w, r)

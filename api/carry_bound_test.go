@@ -11,17 +11,23 @@ import (
 )
 
 // carryStreams runs at most its bound's openings at once: the next one
-// waits for one to end, and one whose client goes away while it waits
-// ends unanswered, its handler never run; a panicking opening gives its
-// place back too.
+// waits for one to end, one whose client goes away while it waits ends
+// unanswered, its handler never run, and one a shutdown cuts meanwhile is
+// served at once (to be answered 503); an opening that hands its rest
+// over gives its place back then, once, and a panicking one too.
 func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	entered, release := make(chan string, 4), make(chan struct{})
 	r := chi.NewRouter()
 	r.Get("/v1/lobby/events", func(w http.ResponseWriter, r *http.Request) {
 		n := r.URL.Query().Get("n")
 		entered <- n
-		if n == "panics" {
+		switch n {
+		case "panics":
 			panic("opening")
+		case "cut":
+			return
+		case "handsover":
+			carryingFrom(r.Context()).leave()
 		}
 		<-release
 	})
@@ -48,13 +54,32 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	}
 	leave()
 	within(t, third, "the waiting opening whose client went away")
+	ctx, cut := context.WithCancelCause(context.Background())
+	fourth := serve(ctx, "cut")
+	cut(ErrShutdown)
+	if n := within(t, entered, "the waiting opening a shutdown cut"); n != "cut" {
+		t.Fatalf("opening %s ran, want the one a shutdown cut (served at once, to be answered as such)", n)
+	}
+	within(t, fourth, "the opening a shutdown cut")
 	release <- struct{}{}
 	within(t, first, "the first opening")
 	if n := within(t, entered, "the second opening"); n != "2" {
 		t.Fatalf("opening %s ran once the first ended, want 2 (3's client went away)", n)
 	}
+	handedOver := serve(context.Background(), "handsover")
 	release <- struct{}{}
 	within(t, second, "the second opening")
+	if n := within(t, entered, "the opening that hands over"); n != "handsover" {
+		t.Fatalf("opening %s ran, want the one that hands over", n)
+	}
+	fifth := serve(context.Background(), "5")
+	if n := within(t, entered, "the opening after one handed over"); n != "5" {
+		t.Fatalf("opening %s ran, want 5 (beside one that handed its rest over)", n)
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	within(t, handedOver, "the opening that handed over")
+	within(t, fifth, "the fifth opening")
 	if v := within(t, serve(context.Background(), "panics"), "the panicking opening"); v == nil {
 		t.Fatal("the panicking opening's panic was not raised again")
 	}
@@ -81,3 +106,23 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 		panic("unreachable")
 	}
 }
+
+// Carry gives the opening's place back: the opening is over once its
+// rest is handed over.
+func TestCarryGivesTheOpeningsPlaceBack(t *testing.T) {
+	place := make(chan struct{}, 1)
+	place <- struct{}{}
+	c := &carrying{place: place}
+	if !(&streamClient{carrying: c}).Carry(idleRest{}) {
+		t.Fatal("the rest was not carried")
+	}
+	if len(place) != 0 || c.place != nil {
+		t.Fatal("the opening's place still held once its rest was handed over")
+	}
+}
+
+// idleRest is a rest of a stream that ends at its first step.
+type idleRest struct{}
+
+func (idleRest) Wait()      {}
+func (idleRest) Step() bool { return false }

@@ -131,6 +131,7 @@ func (c *streamClient) Carry(rest sse.Rest) bool {
 		return false
 	}
 	c.carrying.rest = rest
+	c.carrying.leave() // the opening is over
 	return true
 }
 

@@ -37,17 +37,21 @@ func releaseBurst(log *slog.Logger) func(openings int64) {
 	}
 }
 
-// maxBurstCollections bounds collectBurst.
-const maxBurstCollections = 4
+// maxBurstCollections bounds collectBurst; it collects again only while a
+// collection gave at least minBurstStackShrink of stacks back.
+const (
+	maxBurstCollections = 4
+	minBurstStackShrink = 1 << 20
+)
 
 // collectBurst collects the garbage of a burst and gives its free pages
 // back to the OS, and returns the collections it ran: at least two,
 // because one keeps what the burst left in sync.Pools (the openings'
 // batch buffers, sized by their snapshots; net/http's and chi's pooled
 // request state) as the pools' victims until the next, and more while
-// the goroutines' stacks still shrink (a collection halves a stack less
-// than a quarter used, so one grown to 16 KiB by an opening needs two to
-// come back to 4), at most maxBurstCollections. Measured, 10 000 idle h2c
+// the goroutines' stacks still shrink by a MiB or more (a collection
+// halves a stack less than a quarter used, so one grown to 16 KiB by an
+// opening needs two to come back to 4), at most maxBurstCollections. Measured, 10 000 idle h2c
 // streams: 23.2–24.1 KiB resident a stream (three collections), 24.6–25.0
 // after one (docs/PERFORMANCE-HISTORY.md, "A burst's pools given back").
 func collectBurst() (collections int) {
@@ -62,7 +66,7 @@ func collectBurst() (collections int) {
 		debug.FreeOSMemory()
 		collections++
 		after := read()
-		if after >= before {
+		if after+minBurstStackShrink > before {
 			break
 		}
 		before = after

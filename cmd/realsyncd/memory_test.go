@@ -140,28 +140,42 @@ func TestGCFloorFollowsTheLiveHeap(t *testing.T) {
 
 // collectBurst gives back what a burst left in sync.Pools (one collection
 // only moves a pool's content to its victim cache, kept until the next),
-// and stops at two collections when the stacks did not shrink.
+// and stops at two collections when the stacks did not shrink by a MiB.
 func TestCollectBurstEmptiesPools(t *testing.T) {
+	// an idle goroutine whose stack shrinks by less than a MiB at each
+	// collection is no reason to collect again
+	grown, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		growStack(200)
+		close(grown)
+		<-stop
+	}()
+	<-grown
+	defer close(stop)
 	var pool sync.Pool
 	buf := new([64 << 10]byte)
 	kept := weak.Make(buf)
 	pool.Put(buf)
 	buf = nil
-	collectBurst()
+	if n := collectBurst(); n != 2 {
+		t.Errorf("%d collections, want 2: the stacks shrank by less than a MiB", n)
+	}
 	if kept.Value() != nil {
 		t.Fatal("a pooled buffer outlived collectBurst")
 	}
 	runtime.KeepAlive(&pool)
 	if n := collectBurst(); n != 2 {
-		t.Errorf("%d collections with no stack left to shrink, want 2", n)
+		t.Errorf("%d collections with no stack left to shrink by a MiB, want 2", n)
 	}
 }
 
-// collectBurst collects again while the goroutines' stacks shrink (one
-// collection halves a stack), up to maxBurstCollections: idle goroutines
-// whose stacks grew to 64 KiB are back to a sixteenth of it.
+// collectBurst collects again while the goroutines' stacks shrink by a
+// MiB or more (one collection halves a stack), up to maxBurstCollections:
+// 256 idle goroutines whose stacks grew to 64 KiB (16 MiB in all, a MiB
+// still given back by the fourth collection) are back to a sixteenth of
+// it.
 func TestCollectBurstShrinksStacks(t *testing.T) {
-	const goroutines = 64
+	const goroutines = 256
 	stacks := func() int64 {
 		s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
 		metrics.Read(s)
