@@ -24,10 +24,10 @@ func (c Config) afterBurst(log *slog.Logger) func(openings int64) {
 // releaseBurst gives the memory of a burst of stream openings back: once
 // it is over, the garbage it left (snapshots, request buffers, grown
 // stacks) is collected and its pages given back to the OS at once
-// (collectBurst: about 0.6 s after 10 000 h2c openings, 0.6–1.0 s after
-// 10 000 HTTP/1.1 ones on the reference machine), rather than over the
-// minute or two an idle server's runtime takes. At most once every 10 s
-// (sse.Config).
+// (collectBurst: 0.3–0.6 s after 10 000 h2c or HTTP/1.1 openings on the
+// reference machine, seconds when it runs during a storm's openings),
+// rather than over the minute or two an idle server's runtime takes. At
+// most once every 10 s (sse.Config).
 func releaseBurst(log *slog.Logger) func(openings int64) {
 	return func(openings int64) {
 		start := time.Now()
@@ -51,9 +51,10 @@ const (
 // request state) as the pools' victims until the next, and more while
 // the goroutines' stacks still shrink by a MiB or more (a collection
 // halves a stack less than a quarter used, so one grown to 16 KiB by an
-// opening needs two to come back to 4), at most maxBurstCollections. Measured, 10 000 idle h2c
-// streams: 23.2–24.1 KiB resident a stream (three collections), 24.6–25.0
-// after one (docs/PERFORMANCE-HISTORY.md, "A burst's pools given back").
+// opening needs two to come back to 4), at most maxBurstCollections.
+// Measured, 10 000 idle h2c streams: 23.2–24.1 KiB resident a stream
+// (three collections), 24.6–25.0 after one (docs/PERFORMANCE-HISTORY.md,
+// "A burst's pools given back").
 func collectBurst() (collections int) {
 	stacks := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
 	read := func() uint64 {
