@@ -14,12 +14,16 @@ import (
 // more than embeddedExactMax switches from exact expiries to ticks, one
 // costing less than half of it back; ticks come every embeddedTick, or 20
 // (embeddedShare) times a walk's cost when that is longer, at most
-// embeddedTickMax apart.
+// embeddedTickMax apart. A store of fewer than embeddedExactKeys keys
+// (a walk of about 55 µs) stays exact however long its walks take: on a
+// loaded machine a walk's time is mostly the wait for the store's lock
+// and for a core, not the keys.
 const (
-	embeddedExactMax = 100 * time.Microsecond
-	embeddedTick     = 10 * time.Millisecond
-	embeddedTickMax  = time.Second
-	embeddedShare    = 20
+	embeddedExactMax  = 100 * time.Microsecond
+	embeddedExactKeys = 500
+	embeddedTick      = 10 * time.Millisecond
+	embeddedTickMax   = time.Second
+	embeddedShare     = 20
 )
 
 // Embedded is the in-process store (miniredis) on a loopback port, with its
@@ -29,8 +33,8 @@ const (
 // mode does so on every key access (a script's calls included), walking
 // every key, sorted, each time: exact, but a script of 10 calls over 20 000
 // keys took 48 ms, so the embedded store slowed down with every room it
-// held. The clock keeps ClockTTL while a walk is cheap (a store of a few
-// thousand keys, every test's), and past that advances the TTLs itself on
+// held. The clock keeps ClockTTL while a walk is cheap (always on a store
+// of fewer than 500 keys), and past that advances the TTLs itself on
 // ticks: then a key may go up to one tick (10 ms to 1 s, by the walk's
 // cost) before or after its expiry, and PTTL reads up to a tick off.
 // Development only, as the embedded store is.
@@ -38,12 +42,14 @@ type Embedded struct {
 	*miniredis.Miniredis
 	// exactMax is the walk's cost past which the clock ticks
 	// (embeddedExactMax; ns, tests set their own); ticking is true while
-	// it does.
-	exactMax atomic.Int64
-	ticking  atomic.Bool
-	stop     chan struct{}
-	done     sync.WaitGroup
-	once     sync.Once
+	// it does; a store of fewer than exactKeys keys never ticks
+	// (embeddedExactKeys, tests set their own).
+	exactMax  atomic.Int64
+	exactKeys atomic.Int64
+	ticking   atomic.Bool
+	stop      chan struct{}
+	done      sync.WaitGroup
+	once      sync.Once
 }
 
 // StartEmbedded starts miniredis on 127.0.0.1 and its clock.
@@ -60,6 +66,7 @@ func startEmbeddedWith(exactMax time.Duration) (*Embedded, error) {
 	}
 	e := &Embedded{Miniredis: m, stop: make(chan struct{})}
 	e.exactMax.Store(int64(exactMax))
+	e.exactKeys.Store(embeddedExactKeys)
 	e.done.Add(1)
 	go e.clock()
 	return e, nil
@@ -91,7 +98,7 @@ func (e *Embedded) clock() {
 		last = now
 		took[i%len(took)] = time.Since(now)
 		switch cost, limit := slices.Min(took[:]), time.Duration(e.exactMax.Load()); {
-		case exact && cost > limit:
+		case exact && cost > limit && int64(len(e.Keys())) >= e.exactKeys.Load():
 			// ClockTTL applies the time passed at each access, and only
 			// then: the time since the last one (a quiet store's, however
 			// long) is applied now (DB ticks), the ticks charge what follows

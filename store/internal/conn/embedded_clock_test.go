@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func TestEmbeddedClockChargesAQuietStore(t *testing.T) {
 	}
 	e.SetTTL("long", time.Hour)
 	const quiet = 1500 * time.Millisecond
-	time.Sleep(quiet)   // no access: nothing applied yet
+	time.Sleep(quiet) // no access: nothing applied yet
+	e.exactKeys.Store(0)
 	e.exactMax.Store(0) // any walk is costly: the clock ticks
 	for began := time.Now(); !e.ticking.Load(); time.Sleep(10 * time.Millisecond) {
 		if time.Since(began) > 5*time.Second {
@@ -32,5 +34,34 @@ func TestEmbeddedClockChargesAQuietStore(t *testing.T) {
 	}
 	if ttl := e.TTL("long"); ttl > time.Hour-quiet {
 		t.Fatalf("TTL %v after %v quiet, want at most %v: the quiet time was never charged", ttl, quiet, time.Hour-quiet)
+	}
+}
+
+// A small store stays exact however costly its walks look: on a loaded
+// machine (CI's lanes at once) every walk of a store of a few keys took
+// longer than embeddedExactMax, the clock ticked, and a key read just
+// after its SET was charged a whole tick.
+func TestEmbeddedClockKeepsASmallStoreExact(t *testing.T) {
+	e, err := startEmbeddedWith(0) // every walk is costly
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	for i := range embeddedExactKeys - 1 {
+		if err := e.Set(fmt.Sprint("k", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // the clock's walks, one every 100 ms
+	if e.ticking.Load() {
+		t.Fatalf("ticking with %d keys, want exact below %d", embeddedExactKeys-1, embeddedExactKeys)
+	}
+	if err := e.Set("last", "v"); err != nil { // embeddedExactKeys: ticks
+		t.Fatal(err)
+	}
+	for began := time.Now(); !e.ticking.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Since(began) > 5*time.Second {
+			t.Fatalf("still exact with %d keys and every walk costly", embeddedExactKeys)
+		}
 	}
 }
