@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -82,7 +83,8 @@ func carryingFrom(ctx context.Context) *carrying {
 // carryStreams serves a GET of an event stream on a goroutine of its own,
 // once the openings under way leave it a place (a request whose client
 // went away while it waited ends there, unanswered and unlogged; one cut
-// by a shutdown meanwhile is served at once, and answered as such), and
+// by a shutdown meanwhile is served at once, and answered as such; those
+// waiting, and how long each waited, are metrics), and
 // then runs the rest of the stream the handler carried over, if any, on
 // the request's goroutine; any other request as usual. A panic that
 // reaches it (past recoverPanics) is raised again on the request's
@@ -96,6 +98,7 @@ type carryStreams struct {
 	// openings holds a place for each opening under way, its router,
 	// middlewares and handler (nil: no bound, in tests)
 	openings chan struct{}
+	metrics  Metrics
 }
 
 // maxStreamOpenings bounds the stream openings an instance runs at once
@@ -104,8 +107,8 @@ const maxStreamOpenings = 256
 
 // newCarryStreams returns a carryStreams of r that runs at most
 // maxStreamOpenings openings at once.
-func newCarryStreams(r chi.Router, log *slog.Logger) carryStreams {
-	return carryStreams{Router: r, log: log, openings: make(chan struct{}, maxStreamOpenings)}
+func newCarryStreams(r chi.Router, log *slog.Logger, m Metrics) carryStreams {
+	return carryStreams{Router: r, log: log, openings: make(chan struct{}, maxStreamOpenings), metrics: m}
 }
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,15 +117,11 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &carrying{place: cs.openings}
-	if c.place != nil {
-		select {
-		case c.place <- struct{}{}:
-		case <-r.Context().Done():
-			if !hungUp(r.Context()) { // a shutdown's cut: answered as one
-				cs.Router.ServeHTTP(w, r)
-			}
-			return // else gone while it waited: nobody to answer
+	if c.place != nil && !cs.enter(r.Context(), c.place) {
+		if !hungUp(r.Context()) { // a shutdown's cut: answered as one
+			cs.Router.ServeHTTP(w, r)
 		}
+		return // else gone while it waited: nobody to answer
 	}
 	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
 	done := make(chan any, 1)
@@ -146,6 +145,31 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if restPanicked {
 		panic(http.ErrAbortHandler)
+	}
+}
+
+// enter takes a place in place, waiting for one while ctx lasts, and
+// reports whether it took one. A wait is counted and timed.
+func (cs carryStreams) enter(ctx context.Context, place chan struct{}) bool {
+	select {
+	case place <- struct{}{}:
+		return true
+	default:
+	}
+	cs.metrics.OpeningsWaiting(1)
+	defer cs.metrics.OpeningsWaiting(-1)
+	began := time.Now()
+	select {
+	case place <- struct{}{}:
+		cs.metrics.OpeningWaited("opened", time.Since(began))
+		return true
+	case <-ctx.Done():
+		outcome := "shutdown"
+		if hungUp(ctx) {
+			outcome = "gone"
+		}
+		cs.metrics.OpeningWaited(outcome, time.Since(began))
+		return false
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +16,8 @@ import (
 // waits for one to end, one whose client goes away while it waits ends
 // unanswered, its handler never run, and one a shutdown cuts meanwhile is
 // served at once (to be answered 503); an opening that hands its rest
-// over gives its place back then, once, and a panicking one too.
+// over gives its place back then, once, and a panicking one too. Those
+// that waited are counted while they wait, and by how their wait ended.
 func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	entered, release := make(chan string, 4), make(chan struct{})
 	r := chi.NewRouter()
@@ -31,7 +34,8 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 		}
 		<-release
 	})
-	cs := carryStreams{Router: r, openings: make(chan struct{}, 1)}
+	waits := &openingWaits{}
+	cs := carryStreams{Router: r, openings: make(chan struct{}, 1), metrics: waits}
 	serve := func(ctx context.Context, n string) <-chan any {
 		done := make(chan any, 1)
 		go func() {
@@ -92,6 +96,34 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	if n := len(cs.openings); n != 0 {
 		t.Fatalf("%d places still held once every opening ended", n)
 	}
+	waits.mu.Lock()
+	defer waits.mu.Unlock()
+	// the opening that hands over waits too if it comes before 2 ends
+	want := []string{"gone", "shutdown", "opened", "opened"}
+	if n := len(waits.outcomes); n < 3 || n > len(want) || !slices.Equal(waits.outcomes, want[:n]) || waits.waiting != 0 || waits.peak != 2 {
+		t.Fatalf("waits ended %q, %d waiting at the end, %d at most; want %q (the last one or not), 0, 2 (2 and 3 behind 1)", waits.outcomes, waits.waiting, waits.peak, want)
+	}
+}
+
+// openingWaits records the openings' waits (Metrics).
+type openingWaits struct {
+	noMetrics
+	mu            sync.Mutex
+	waiting, peak int
+	outcomes      []string
+}
+
+func (m *openingWaits) OpeningsWaiting(delta int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.waiting += delta
+	m.peak = max(m.peak, m.waiting)
+}
+
+func (m *openingWaits) OpeningWaited(outcome string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outcomes = append(m.outcomes, outcome)
 }
 
 // within receives from ch, failing t when nothing came in 10 s (what:

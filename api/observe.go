@@ -37,6 +37,13 @@ type Metrics interface {
 	// nothing itself (a kept answer, or another request's read it waited
 	// for). A request that ended while it waited is not recorded.
 	BrowseCache(route string, hit bool)
+	// OpeningsWaiting adds delta to the stream requests waiting for a
+	// place among the instance's openings (carry.go).
+	OpeningsWaiting(delta int)
+	// OpeningWaited records a stream request that had to wait d for a
+	// place: outcome is "opened" (it got one), "gone" (its client went
+	// away first) or "shutdown" (a shutdown cut it).
+	OpeningWaited(outcome string, d time.Duration)
 }
 
 type noMetrics struct{}
@@ -45,6 +52,8 @@ func (noMetrics) Request(string, string, int, time.Duration, bool) {}
 func (noMetrics) RateLimited(string, string)                       {}
 func (noMetrics) InFlight(int)                                     {}
 func (noMetrics) BrowseCache(string, bool)                         {}
+func (noMetrics) OpeningsWaiting(int)                              {}
+func (noMetrics) OpeningWaited(string, time.Duration)              {}
 
 // unmatchedRoute is the route of a request that matched no route: one
 // label, whatever the path, so made-up paths cannot make up series.

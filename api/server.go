@@ -193,7 +193,7 @@ func NewHandler(cfg Config) http.Handler {
 	}
 	oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
 		Middlewares: []oapi.MiddlewareFunc{s.checkScope, s.rateLimit}})
-	return newCarryStreams(r, s.log)
+	return newCarryStreams(r, s.log, s.metrics)
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {

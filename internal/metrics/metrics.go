@@ -65,6 +65,7 @@ type Metrics struct {
 	players        playerMetrics  // realsync_sessions… (players.go)
 	webhooks       webhookMetrics // realsync_webhook_… (webhooks.go)
 	matchmaking    *mmMetrics     // realsync_matchmaking_… (matchmaking.go)
+	openings       openingMetrics // realsync_sse_opening… (openings.go)
 	evictUnsafe    prometheus.Gauge
 
 	// The series of the hot paths, resolved once: a lookup here costs no
@@ -169,6 +170,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	m.players = newPlayerMetrics(reg)
 	m.webhooks = newWebhookMetrics(reg)
 	m.matchmaking = newMatchmakingMetrics(reg)
+	m.openings = newOpeningMetrics(reg)
 	reg.MustRegister(m.httpRequests, m.httpInFlight, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
 		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.rateChecks, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and

@@ -160,6 +160,41 @@ func TestBatchKinds(t *testing.T) {
 	}
 }
 
+// The openings' waits: the gauge follows what is added, the histogram
+// keeps the three outcomes from the start and nothing else.
+func TestOpeningWaits(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "v1")
+	m.OpeningsWaiting(3)
+	m.OpeningsWaiting(-1)
+	m.OpeningWaited("opened", 2*time.Second)
+	m.OpeningWaited("gone", 30*time.Millisecond)
+	m.OpeningWaited("made-up", time.Second)
+	want := `
+# HELP realsync_sse_openings_waiting Event stream requests waiting for a place among the openings the instance runs at once (256): a storm of openings queued.
+# TYPE realsync_sse_openings_waiting gauge
+realsync_sse_openings_waiting 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "realsync_sse_openings_waiting"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "realsync_sse_opening_wait_seconds" {
+			for _, m := range mf.GetMetric() {
+				sums[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	if want := map[string]float64{"opened": 2, "gone": 0.03, "shutdown": 0}; !maps.Equal(sums, want) {
+		t.Errorf("waits by outcome %v s, want %v", sums, want)
+	}
+}
+
 // Modes a client makes up (REALSYNC_MODES unset) share the label "other",
 // whose queue gauge is the sum of theirs until each is released; the
 // configured ones keep theirs. Each made-up mode had its own 16 series for
