@@ -43,11 +43,14 @@ import (
 // against 9.6–12.1 (docs/PERFORMANCE-HISTORY.md, "Stream openings
 // bounded"). An opening keeps its place until it hands its rest over or
 // its handler returns, whichever comes first, so a stream that ran its
-// whole life in its handler would not keep one. Not bounded: plain
-// HTTP/1.1 room streams (takenOver: they open on their connection's
-// goroutine), and a stream asked for with a body (which no EventSource
-// sends), served as any request, since its body is read (limitBody) before
-// anything else and a client can take its time sending it.
+// whole life in its handler would not keep one. Plain HTTP/1.1 room
+// streams (takenOver) are bounded alike but not carried: they open on
+// their connection's goroutine, and give their place back when their
+// handler returns, once the hub took their connection over, or when their
+// stream stays with its handler (Carry refuses it). Not bounded: a stream asked for
+// with a body (which no EventSource sends), served as any request, since
+// its body is read (limitBody) before anything else and a client can take
+// its time sending it.
 
 // carrying is a stream request's hand-over from its handler to
 // carryStreams: the rest of the stream, and what must run after it (the
@@ -61,6 +64,9 @@ type carrying struct {
 	// place: the opening's place among carryStreams' openings, nil once
 	// given back (leave; only the handler's goroutine uses it)
 	place chan struct{}
+	// opensOnly: a taken-over stream's opening (takenOver), bounded but
+	// never carried
+	opensOnly bool
 }
 
 // leave gives the opening's place back, once.
@@ -80,8 +86,9 @@ func carryingFrom(ctx context.Context) *carrying {
 	return c
 }
 
-// carryStreams serves a GET of an event stream on a goroutine of its own,
-// once the openings under way leave it a place (a request whose client
+// carryStreams serves a GET of an event stream on a goroutine of its own
+// (a plain HTTP/1.1 room stream on its own: takenOver), once the openings
+// under way leave it a place (a request whose client
 // went away while it waited ends there, unanswered and unlogged; one cut
 // by a shutdown meanwhile is served at once, and answered as such; those
 // waiting, and how long each waited, are metrics), and
@@ -112,11 +119,11 @@ func newCarryStreams(r chi.Router, log *slog.Logger, m Metrics) carryStreams {
 }
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet || !isStream(r) || takenOver(r) || r.ContentLength != 0 {
+	if r.Method != http.MethodGet || !isStream(r) || r.ContentLength != 0 {
 		cs.Router.ServeHTTP(w, r)
 		return
 	}
-	c := &carrying{place: cs.openings}
+	c := &carrying{place: cs.openings, opensOnly: takenOver(r)}
 	if c.place != nil && !cs.enter(r.Context(), c.place) {
 		if !hungUp(r.Context()) { // a shutdown's cut: answered as one
 			cs.Router.ServeHTTP(w, r)
@@ -124,6 +131,11 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // else gone while it waited: nobody to answer
 	}
 	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
+	if c.opensOnly {
+		defer c.leave()
+		cs.Router.ServeHTTP(w, r)
+		return
+	}
 	done := make(chan any, 1)
 	go func() {
 		defer func() {

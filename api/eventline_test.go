@@ -72,9 +72,10 @@ type rawStream struct {
 	rd   *bufio.Reader
 }
 
-// openRaw sends GET path over a new connection and reads the response up
-// to the end of its first event (the snapshot); status is the response's.
-func (e *env) openRaw(path string) (s *rawStream, status int) {
+// openRaw sends GET path over a new connection, with hdr's name, value
+// pairs, and reads the response up to the end of its first event (the
+// snapshot); status is the response's.
+func (e *env) openRaw(path string, hdr ...string) (s *rawStream, status int) {
 	e.t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
 	if err != nil {
@@ -82,7 +83,11 @@ func (e *env) openRaw(path string) (s *rawStream, status int) {
 	}
 	e.t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n", path)
+	var extra strings.Builder
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fmt.Fprintf(&extra, "%s: %s\r\n", hdr[i], hdr[i+1])
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n%s\r\n", path, extra.String())
 	s = &rawStream{conn: conn, rd: bufio.NewReader(conn)}
 	res, err := http.ReadResponse(s.rd, nil)
 	if err != nil {

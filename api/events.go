@@ -125,13 +125,18 @@ func takeable(r *http.Request) bool {
 }
 
 // Carry implements sse.Carrier: rest runs once the handler returned (see
-// carryStreams), when the request came through carryStreams.
+// carryStreams), when the request came through carryStreams and is not a
+// taken-over stream's (whose stream, refused here, stays with its
+// handler). Either way the opening is over: its place is given back.
 func (c *streamClient) Carry(rest sse.Rest) bool {
 	if c.carrying == nil || c.carrying.rest != nil {
 		return false
 	}
+	c.carrying.leave()
+	if c.carrying.opensOnly {
+		return false
+	}
 	c.carrying.rest = rest
-	c.carrying.leave() // the opening is over
 	return true
 }
 

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// MaxStreamOpenings is maxStreamOpenings, for the tests of package api_test.
+const MaxStreamOpenings = maxStreamOpenings
+
 // BodyLimit is bodyLimit, for the tests of package api_test.
 var BodyLimit = bodyLimit
 
