@@ -143,19 +143,7 @@ func TestBatchKinds(t *testing.T) {
 	for kind, size := range map[string]int{"script": 3, "read": 5, "transaction": 7, "made-up": 9} {
 		m.RedisBatch(kind, size)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() == "realsync_redis_batch_size" {
-			for _, m := range mf.GetMetric() {
-				sums[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleSum()
-			}
-		}
-	}
-	if want := map[string]float64{"script": 3, "read": 5, "transaction": 7}; !maps.Equal(sums, want) {
+	if sums, want := histogramSums(t, reg, "realsync_redis_batch_size"), map[string]float64{"script": 3, "read": 5, "transaction": 7}; !maps.Equal(sums, want) {
 		t.Errorf("batch sizes by kind %v, want %v", sums, want)
 	}
 }
@@ -178,21 +166,28 @@ realsync_sse_openings_waiting 2
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "realsync_sse_openings_waiting"); err != nil {
 		t.Error(err)
 	}
+	if sums, want := histogramSums(t, reg, "realsync_sse_opening_wait_seconds"), map[string]float64{"opened": 2, "gone": 0.03, "shutdown": 0}; !maps.Equal(sums, want) {
+		t.Errorf("waits by outcome %v s, want %v", sums, want)
+	}
+}
+
+// histogramSums gathers reg and returns the sums of histogram name's
+// series by their first label's value.
+func histogramSums(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sums := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() == "realsync_sse_opening_wait_seconds" {
+		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
 				sums[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleSum()
 			}
 		}
 	}
-	if want := map[string]float64{"opened": 2, "gone": 0.03, "shutdown": 0}; !maps.Equal(sums, want) {
-		t.Errorf("waits by outcome %v s, want %v", sums, want)
-	}
+	return sums
 }
 
 // Modes a client makes up (REALSYNC_MODES unset) share the label "other",
