@@ -105,7 +105,7 @@ type carryStreams struct {
 	// openings holds a place for each opening under way, its router,
 	// middlewares and handler (nil: no bound, in tests)
 	openings chan struct{}
-	metrics  Metrics
+	metrics  Metrics // nil: none
 }
 
 // maxStreamOpenings bounds the stream openings an instance runs at once
@@ -168,19 +168,23 @@ func (cs carryStreams) enter(ctx context.Context, place chan struct{}) bool {
 		return true
 	default:
 	}
-	cs.metrics.OpeningsWaiting(1)
-	defer cs.metrics.OpeningsWaiting(-1)
+	m := cs.metrics
+	if m == nil {
+		m = noMetrics{}
+	}
+	m.OpeningsWaiting(1)
+	defer m.OpeningsWaiting(-1)
 	began := time.Now()
 	select {
 	case place <- struct{}{}:
-		cs.metrics.OpeningWaited("opened", time.Since(began))
+		m.OpeningWaited("opened", time.Since(began))
 		return true
 	case <-ctx.Done():
 		outcome := "shutdown"
 		if hungUp(ctx) {
 			outcome = "gone"
 		}
-		cs.metrics.OpeningWaited(outcome, time.Since(began))
+		m.OpeningWaited(outcome, time.Since(began))
 		return false
 	}
 }

@@ -23,14 +23,15 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	r := chi.NewRouter()
 	r.Get("/v1/lobby/events", func(w http.ResponseWriter, r *http.Request) {
 		n := r.URL.Query().Get("n")
+		if n == "handsover" {
+			carryingFrom(r.Context()).leave()
+		}
 		entered <- n
 		switch n {
 		case "panics":
 			panic("opening")
 		case "cut":
 			return
-		case "handsover":
-			carryingFrom(r.Context()).leave()
 		}
 		<-release
 	})
@@ -51,10 +52,11 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	second := serve(context.Background(), "2")
 	ctx, leave := context.WithCancel(context.Background())
 	third := serve(ctx, "3")
+	waits.until(t, 2)
 	select {
 	case n := <-entered:
 		t.Fatalf("opening %s ran beside the first, past the bound of 1", n)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	leave()
 	within(t, third, "the waiting opening whose client went away")
@@ -71,6 +73,7 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 		t.Fatalf("opening %s ran once the first ended, want 2 (3's client went away)", n)
 	}
 	handedOver := serve(context.Background(), "handsover")
+	waits.until(t, 1)
 	release <- struct{}{}
 	within(t, second, "the second opening")
 	if n := within(t, entered, "the opening that hands over"); n != "handsover" {
@@ -98,10 +101,8 @@ func TestCarryStreamsBoundsOpenings(t *testing.T) {
 	}
 	waits.mu.Lock()
 	defer waits.mu.Unlock()
-	// the opening that hands over waits too if it comes before 2 ends
-	want := []string{"gone", "shutdown", "opened", "opened"}
-	if n := len(waits.outcomes); n < 3 || n > len(want) || !slices.Equal(waits.outcomes, want[:n]) || waits.waiting != 0 || waits.peak != 2 {
-		t.Fatalf("waits ended %q, %d waiting at the end, %d at most; want %q (the last one or not), 0, 2 (2 and 3 behind 1)", waits.outcomes, waits.waiting, waits.peak, want)
+	if want := []string{"gone", "shutdown", "opened", "opened"}; !slices.Equal(waits.outcomes, want) || waits.waiting != 0 || waits.peak != 2 {
+		t.Fatalf("waits ended %q, %d waiting at the end, %d at most; want %q, 0, 2 (2 and 3 behind 1)", waits.outcomes, waits.waiting, waits.peak, want)
 	}
 }
 
@@ -118,6 +119,22 @@ func (m *openingWaits) OpeningsWaiting(delta int) {
 	defer m.mu.Unlock()
 	m.waiting += delta
 	m.peak = max(m.peak, m.waiting)
+}
+
+// until waits (10 s at most) for n requests to be waiting for a place.
+func (m *openingWaits) until(t *testing.T, n int) {
+	t.Helper()
+	for began := time.Now(); ; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		w := m.waiting
+		m.mu.Unlock()
+		if w == n {
+			return
+		}
+		if time.Since(began) > 10*time.Second {
+			t.Fatalf("%d waiting for a place after 10 s, want %d", w, n)
+		}
+	}
 }
 
 func (m *openingWaits) OpeningWaited(outcome string, d time.Duration) {

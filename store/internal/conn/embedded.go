@@ -15,9 +15,10 @@ import (
 // costing less than half of it back; ticks come every embeddedTick, or 20
 // (embeddedShare) times a walk's cost when that is longer, at most
 // embeddedTickMax apart. A store of fewer than embeddedExactKeys keys
-// (a walk of about 55 µs) stays exact however long its walks take: on a
-// loaded machine a walk's time is mostly the wait for the store's lock
-// and for a core, not the keys.
+// (a walk of about 55 µs) never starts ticking however long its walks
+// take: on a loaded machine a walk's time is mostly the wait for the
+// store's lock and for a core, not the keys. (One that ticks goes back
+// once its walks are cheap again, whatever its keys.)
 const (
 	embeddedExactMax  = 100 * time.Microsecond
 	embeddedExactKeys = 500
@@ -34,7 +35,7 @@ const (
 // every key, sorted, each time: exact, but a script of 10 calls over 20 000
 // keys took 48 ms, so the embedded store slowed down with every room it
 // held. The clock keeps ClockTTL while a walk is cheap (always on a store
-// of fewer than 500 keys), and past that advances the TTLs itself on
+// of fewer than 500 keys that never ticked), and past that advances the TTLs itself on
 // ticks: then a key may go up to one tick (10 ms to 1 s, by the walk's
 // cost) before or after its expiry, and PTTL reads up to a tick off.
 // Development only, as the embedded store is.
