@@ -94,14 +94,29 @@ if ! (cd "$tmp/consumer" && mono Program.exe "http://127.0.0.1:$cport"); then
   tail -n 40 "$tmp/consumer/realsyncd.log" || true
   exit 1
 fi
+# run_console DIR: runs DIR's Program.exe against realsyncd, its output
+# (stderr too) in DIR/out.txt; on a failure prints that output, the exit
+# status and the time taken. A program still running after 30 s gets
+# SIGQUIT (Mono writes every thread's stack to the output), then SIGKILL
+# 10 s later: a hang shows where it waits.
+run_console() {
+  local t0 rc=0
+  t0=$(date +%s)
+  (cd "$1" && timeout -s QUIT -k 10 30 mono Program.exe "http://127.0.0.1:$cport" >out.txt 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    cat "$1/out.txt"
+    echo "exit status $rc after $(( $(date +%s) - t0 )) s (137: still running 30 s on, its threads above)"
+  fi
+  return "$rc"
+}
 # the README's console program, as written (its first csharp block under "Use from a console program")
 mkdir -p "$tmp/readme-console"
 cp "$tmp/RealSync.dll" "$tmp/readme-console/"
 awk '/^## Use from a console program/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" >"$tmp/readme-console/Program.cs"
 [ -s "$tmp/readme-console/Program.cs" ] || { echo "no csharp block under 'Use from a console program' in sdk/csharp/README.md" >&2; exit 1; }
 (cd "$tmp/readme-console" && mcs -langversion:7.2 -warnaserror -r:RealSync.dll -out:Program.exe Program.cs)
-if ! (cd "$tmp/readme-console" && timeout 30 mono Program.exe "http://127.0.0.1:$cport" >out.txt); then
-  cat "$tmp/readme-console/out.txt"; echo "the README's console program failed" >&2; exit 1
+if ! run_console "$tmp/readme-console"; then
+  echo "the README's console program failed" >&2; exit 1
 fi
 if ! grep -q '^bob joined$' "$tmp/readme-console/out.txt" ||
   ! grep -q '^2 players, state {"player_2_ready":true}$' "$tmp/readme-console/out.txt"; then
@@ -124,8 +139,8 @@ cp "$tmp/RealSync.dll" "$tmp/readme-rest/"
 grep -q 'CreateRoomAsync' "$tmp/readme-rest/Program.cs" && grep -q 'client.Live(' "$tmp/readme-rest/Program.cs" ||
   { echo "no csharp blocks under 'REST' and 'Live rooms and lobbies' in sdk/csharp/README.md" >&2; exit 1; }
 (cd "$tmp/readme-rest" && mcs -langversion:7.2 -warnaserror -r:RealSync.dll -r:System.Net.Http.dll -out:Program.exe Program.cs)
-if ! (cd "$tmp/readme-rest" && timeout 30 mono Program.exe "http://127.0.0.1:$cport" >out.txt 2>&1); then
-  cat "$tmp/readme-rest/out.txt"; echo "the README's REST and live room blocks failed" >&2; exit 1
+if ! run_console "$tmp/readme-rest"; then
+  echo "the README's REST and live room blocks failed" >&2; exit 1
 fi
 if ! grep -q '^404 ROOM_NOT_FOUND$' "$tmp/readme-rest/out.txt" ||
   ! grep -q '^1 player, state {"score":10}$' "$tmp/readme-rest/out.txt"; then
