@@ -41,7 +41,9 @@ import (
 // on; bounded at 256, 333–350 MiB, and 20.5–21.2 KiB a stream once the
 // burst was released against 23.0–23.7, the openings taking 11.1–13.9 s
 // against 9.6–12.1 (docs/PERFORMANCE-HISTORY.md, "Stream openings
-// bounded"). An opening keeps its place until it hands its rest over or
+// bounded"). An opening keeps its place while it computes, until its
+// first write (streamClient.Send: a client that reads slowly must not
+// hold a place while the write waits for it), it hands its rest over or
 // its handler returns, whichever comes first, so a stream that ran its
 // whole life in its handler would not keep one. Plain HTTP/1.1 room
 // streams (takenOver) are bounded alike but not carried: they open on
@@ -62,7 +64,8 @@ type carrying struct {
 	// (streamClient.Send fails)
 	broken bool
 	// place: the opening's place among carryStreams' openings, nil once
-	// given back (leave; only the handler's goroutine uses it)
+	// given back (leave; used by the handler's goroutine, and by the
+	// request's only once the handler returned)
 	place chan struct{}
 	// opensOnly: a taken-over stream's opening (takenOver), bounded but
 	// never carried

@@ -170,6 +170,24 @@ func TestCarryGivesTheOpeningsPlaceBack(t *testing.T) {
 	}
 }
 
+// The opening's first write gives its place back before it writes: a
+// client that does not read holds no place while the write waits.
+func TestFirstSendGivesTheOpeningsPlaceBack(t *testing.T) {
+	place := make(chan struct{}, 1)
+	place <- struct{}{}
+	rec := httptest.NewRecorder()
+	c := &streamClient{w: rec, rc: http.NewResponseController(rec), carrying: &carrying{place: place}}
+	if err := c.Send([]byte("data: x\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if len(place) != 0 || c.carrying.place != nil {
+		t.Fatal("the opening's place still held once it wrote")
+	}
+	if err := c.Send([]byte("data: y\n\n")); err != nil || rec.Body.String() != "data: x\n\ndata: y\n\n" {
+		t.Fatalf("%v, body %q", err, rec.Body.String())
+	}
+}
+
 // idleRest is a rest of a stream that ends at its first step.
 type idleRest struct{}
 

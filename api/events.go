@@ -179,10 +179,16 @@ func (c *streamClient) Start() {
 // (streamWriteTimeout: a write deadline moved forward at most once a
 // second, since setting one costs about as much as the write of a small
 // event); over HTTP/2 the stall watch resets the stream once a Send has
-// been under way for 10 to 11 s, and the Send fails.
+// been under way for 10 to 11 s, and the Send fails. The first Send is the
+// opening's write: its place among the openings is given back first, so
+// that a client reading slowly (or not at all, with a small receive
+// window) holds none while the write waits for it.
 func (c *streamClient) Send(frames []byte) error {
-	if c.carrying != nil && c.carrying.broken {
-		return errHandlerPanicked
+	if c.carrying != nil {
+		if c.carrying.broken {
+			return errHandlerPanicked
+		}
+		c.carrying.leave()
 	}
 	if c.stall.watched() {
 		c.stall.begin()
