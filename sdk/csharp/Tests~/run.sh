@@ -81,7 +81,7 @@ mkdir -p "$tmp/consumer"
 cp "$tmp/RealSync.dll" "$tmp/consumer/"
 (cd "$tmp/consumer" && mcs -langversion:7.2 -warnaserror -r:RealSync.dll -out:Program.exe "$here/Consumer/Program.cs")
 cport="$(free_port)"
-REALSYNC_ADDR="127.0.0.1:$cport" REALSYNC_REDIS_URL="redis://127.0.0.1:$port" REALSYNC_RATE_LIMITS=off \
+REALSYNC_ADDR="127.0.0.1:$cport" REALSYNC_REDIS_URL="redis://127.0.0.1:$port" REALSYNC_RATE_LIMITS=off REALSYNC_LOG_LEVEL=debug \
   REALSYNC_JWT_SECRET="csharp-consumer-secret-0123456789abcdef" "$tmp/realsyncd" >"$tmp/consumer/realsyncd.log" 2>&1 &
 consumer_pid=$!
 echo "$consumer_pid" >>"$tmp/pids"
@@ -96,9 +96,10 @@ if ! (cd "$tmp/consumer" && mono Program.exe "http://127.0.0.1:$cport"); then
 fi
 # run_console DIR: runs DIR's Program.exe against realsyncd, its output
 # (stderr too) in DIR/out.txt; on a failure prints that output, the exit
-# status and the time taken. A program still running after 30 s gets
-# SIGQUIT (Mono writes every thread's stack to the output), then SIGKILL
-# 10 s later: a hang shows where it waits.
+# status and the time taken, the server's connections and the end of its
+# log. A program still running after 30 s gets SIGQUIT (Mono writes every
+# thread's stack to the output), then SIGKILL 10 s later: a hang shows
+# where it waits.
 run_console() {
   local t0 rc=0
   t0=$(date +%s)
@@ -106,6 +107,10 @@ run_console() {
   if [ "$rc" -ne 0 ]; then
     cat "$1/out.txt"
     echo "exit status $rc after $(( $(date +%s) - t0 )) s (137: still running 30 s on, its threads above)"
+    echo "--- realsyncd's connections"
+    ss -tn "( sport = :$cport or dport = :$cport )" || true
+    echo "--- realsyncd log (last 40 lines)"
+    tail -n 40 "$tmp/consumer/realsyncd.log" || true
   fi
   return "$rc"
 }
