@@ -141,14 +141,11 @@ store_tests() {
   # sdk 522 s, store 432 s, go 718 s).
   echo "== fuzz targets, a few seconds each"
   scripts/fuzz.sh || rc=1
-  echo "== the store's benchmarks once (-benchtime 1x, -short: the smallest sizes), so that scripts/bench.sh keeps working"
+  echo "== every benchmark once (-benchtime 1x, -short: the smallest sizes), so that scripts/bench.sh keeps working"
   # A benchmark is run by nothing else between full runs of bench.sh; two
   # broke unseen (a script's arguments moved, a lease's TTL rounded to 0)
   # and one stopped a full run. The store's from its test binary (race);
-  # the others' at the end of the sdk lane, which ends first
-  # (other_benchmarks: in this lane they made it the last to end, 691 s
-  # against 628 and 555). Not in the go lane's go test: with -bench it
-  # runs its test binaries one at a time (1 306 s).
+  # the others' from the race builds the go lane made.
   local t0 out="$lanes/store-bench.out"
   t0=$(date +%s)
   if (cd store && "$lanes/store.test" -test.short -test.run '^$' -test.bench . -test.benchtime 1x) >"$out" 2>&1; then
@@ -158,10 +155,6 @@ store_tests() {
     echo "FAIL store (benchmarks)  $(( $(date +%s) - t0 )) s"
     rc=1
   fi
-  return "$rc"
-}
-other_benchmarks() { # the other packages' benchmarks once, from the race builds the go lane made
-  local t0
   t0=$(date +%s)
   # shellcheck disable=SC2046 # one word per package
   if go test -race -short -count=1 -run '^$' -bench . -benchtime 1x \
@@ -169,8 +162,9 @@ other_benchmarks() { # the other packages' benchmarks once, from the race builds
     echo "ok   the other packages' $(grep -c '^Benchmark' "$lanes/bench.out") benchmark lines  $(( $(date +%s) - t0 )) s"
   else
     cat "$lanes/bench.out"
-    return 1
+    rc=1
   fi
+  return "$rc"
 }
 
 go_tests() {
@@ -203,8 +197,6 @@ sdk_tests() {
   echo "== TypeScript SDK as published: npm publish --dry-run, the packed tarball in a strict consumer (Node and browser)"
   sdk/typescript/scripts/consumer-test.sh
   elapsed
-  echo "== every other package's benchmarks once (-benchtime 1x, -short: the smallest sizes), so that scripts/bench.sh keeps working"
-  other_benchmarks
 }
 
 lane store store_tests
