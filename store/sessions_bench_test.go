@@ -74,6 +74,9 @@ func BenchmarkDeadInstanceSweep(b *testing.B) {
 		b.StopTimer()
 		s, _ := freshStore(b, func(c *store.Config) {
 			c.Shards, c.PresenceTTL, c.WebhookOutboxLen = 16, ttl, hooks
+			// SLOWLOG GET of every command logged is a large reply: on a
+			// loaded machine (CI's lanes) it outlasted the 2 s default
+			c.ReadTimeout = 30 * time.Second
 		})
 		ctx := context.Background()
 		openSessions(b, s, "user", sessions)
