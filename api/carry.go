@@ -47,12 +47,11 @@ import (
 // its handler returns, whichever comes first, so a stream that ran its
 // whole life in its handler would not keep one. Plain HTTP/1.1 room
 // streams (takenOver) are bounded alike but not carried: they open on
-// their connection's goroutine, and give their place back when their
-// handler returns, once the hub took their connection over, or when their
-// stream stays with its handler (Carry refuses it). Not bounded: a stream asked for
-// with a body (which no EventSource sends), served as any request, since
-// its body is read (limitBody) before anything else and a client can take
-// its time sending it.
+// their connection's goroutine, and give their place back at the same
+// points (Carry refuses their rest). Not bounded: a stream asked for with
+// a body (which no EventSource sends), served as any request, since its
+// body is read (limitBody) before anything else and a client can take its
+// time sending it.
 
 // carrying is a stream request's hand-over from its handler to
 // carryStreams: the rest of the stream, and what must run after it (the
