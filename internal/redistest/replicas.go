@@ -278,7 +278,10 @@ func CutReplication(ctx context.Context, master *Server) error {
 // RestoreReplication undoes CutReplication for master's replica: master
 // allows resynchronization again and the replica is restarted (same
 // directory, so the same Cluster node), which resynchronizes in full,
-// until it has every write master took, within wait. Allowed again
+// until it has every write master took and every node's layout lists it
+// again (CLUSTER SLOTS), within wait each. Clients read the layout again
+// in their own time: until they do, they may know the slot's master
+// without its replica. Allowed again
 // without a restart, a link refused meanwhile could stay listed online
 // without ever acknowledging (offset 0, lag growing), even with both ends
 // dropped and three tries (1 CI run of many, 2026-12-03).
@@ -292,7 +295,10 @@ func (c *Cluster) RestoreReplication(ctx context.Context, master, replica *Serve
 	if err := replica.Start(); err != nil {
 		return err
 	}
-	return c.WaitReplicated(master, wait)
+	if err := c.WaitReplicated(master, wait); err != nil {
+		return err
+	}
+	return c.WaitSlotsListReplicas(wait)
 }
 
 // WaitMaster polls s (every 10 ms) until it reports the master role and
