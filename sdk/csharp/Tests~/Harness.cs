@@ -142,7 +142,11 @@ sealed class Server : IDisposable
 
 static class Runner
 {
-    static int Main(string[] args)
+    // Main ends with Environment.Exit, not a return: see the README's
+    // "Use from a console program" (Mono's exit can wait up to a minute).
+    static void Main(string[] args) { Environment.Exit(Run(args)); }
+
+    static int Run(string[] args)
     {
         var bin = Environment.GetEnvironmentVariable("REALSYNC_BIN");
         var redis = Environment.GetEnvironmentVariable("REDIS_URL");

@@ -135,7 +135,7 @@ cp "$tmp/RealSync.dll" "$tmp/readme-rest/"
 {
   printf '%s\n' 'using System; using System.Collections.Generic; using System.Threading.Tasks; using RealSync;' \
     'static class Debug { public static void Log(object message) { Console.WriteLine(message); } }' \
-    'static class Program { static void Main(string[] args) { Run(args[0]).GetAwaiter().GetResult(); }' \
+    'static class Program { static void Main(string[] args) { Run(args[0]).GetAwaiter().GetResult(); Environment.Exit(0); }' \
     'static async Task Run(string url) {'
   awk '/^## REST/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" | sed 's#"http://localhost:8080"#url#'
   awk '/^## Live rooms and lobbies/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md"

@@ -11,9 +11,15 @@ using RealSync;
 
 static class Program
 {
-    static int Main(string[] args)
+    // Main ends with Environment.Exit, not a return: see the README's
+    // "Use from a console program" (Mono's exit can wait up to a minute).
+    static void Main(string[] args)
     {
-        var baseUrl = args.Length > 0 ? args[0] : "http://localhost:8080";
+        Environment.Exit(Consume(args.Length > 0 ? args[0] : "http://localhost:8080"));
+    }
+
+    static int Consume(string baseUrl)
+    {
         try
         {
             var run = Run(baseUrl);
