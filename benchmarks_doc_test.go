@@ -14,8 +14,9 @@ import (
 // scripts/bench.sh whose whole output is committed in docs/bench/. It
 // checks what can be checked cheaply, not every number:
 //   - BENCHMARKS.md has one "Run:" line naming its log (docs/bench/*.log)
-//     and the commit the run measured; the log exists, and the commit
-//     exists in this repository when its history is at hand;
+//     and the commit the run measured; the log exists, is no smoke run's
+//     (REALSYNC_BENCH_SMOKE), and the commit exists in this repository
+//     when its history is at hand;
 //   - no other run's log is cited in BENCHMARKS.md, and every log cited in
 //     docs/ exists; CAPACITY.md cites the same run as BENCHMARKS.md;
 //   - every section title BENCHMARKS.md cites (`== title` in backticks, or
@@ -39,6 +40,9 @@ func TestBenchmarksCiteOneRun(t *testing.T) {
 	logText := readDoc(t, logPath)
 	if strings.TrimSpace(logText) == "" {
 		t.Fatalf("%s is empty", logPath)
+	}
+	if strings.HasPrefix(logText, "# smoke run") {
+		t.Fatalf("%s is a smoke run's log (REALSYNC_BENCH_SMOKE): its figures are no measurement", logPath)
 	}
 	checkCommit(t, commit)
 

@@ -57,8 +57,39 @@ sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(http browse ceiling batch sse h2 lobby go redistime capacity stripes security match)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
+# REALSYNC_BENCH_SMOKE=1: a smoke run, every section at its smallest and
+# once (one round, runs of 1 s, at most 4 clients, 32 streams: 8 a client,
+# as rooms.MaxStreamsPerPlayer allows, 500 rooms seeded, 1 000 tickets,
+# each Go benchmark once with -short): whether the script still runs from
+# end to end with today's tools, and gives scripts/capacity.py what it
+# reads; not a measurement. scripts/test.sh runs one, placed as an
+# acceptance run is; its figures mean nothing, and its log says so on its
+# first line (TestBenchmarksCiteOneRun refuses to cite such a log).
+smoke=${REALSYNC_BENCH_SMOKE:-}
+# rounds N...: the rounds to run: all of them, the first in a smoke run.
+rounds() { if [ -n "$smoke" ]; then echo "$1"; else echo "$@"; fi; }
+# run CMD ARG...: runs CMD; in a smoke run with its sizes cut first (for
+# rsload and go test alike: of a flag given twice, the second counts).
+run() {
+  [ -n "$smoke" ] || { "$@"; return; }
+  local a=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -duration | -rss-settle) a+=("$1" 1s); shift 2 ;;
+      -streams) a+=("$1" "$(($2 < 32 ? $2 : 32))"); shift 2 ;;
+      -seed) a+=("$1" "$(($2 < 500 ? $2 : 500))"); shift 2 ;;
+      -tickets) a+=("$1" 1000); shift 2 ;;
+      -clients) a+=("$1" "$(($2 < 4 ? $2 : 4))"); shift 2 ;;
+      -benchtime) a+=("$1" 1x -short); shift 2 ;;
+      *) a+=("$1"); shift ;;
+    esac
+  done
+  "${a[@]}"
+}
+
 # What the run was: the commit, the time, the machine and its load, so a
 # log stands on its own as the evidence docs/BENCHMARKS.md points to.
+[ -z "$smoke" ] || echo "# smoke run (REALSYNC_BENCH_SMOKE): every section cut to its smallest, once; no figure here is a measurement"
 echo "# scripts/bench.sh ${sections[*]}"
 echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes'), started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "# $cores cores of $(nproc --all), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -108,8 +139,8 @@ start_rsd() {
   for _ in $(seq 50); do curl -sf "$rsd/readyz" >/dev/null && return; sleep 0.1; done
   echo "realsyncd did not start" >&2; cat "$tmp/realsyncd.log" >&2; exit 1
 }
-say() { printf '\n== %s\n$ %s\n' "$1" "${*:2}"; "${@:2}"; }
-ops() { "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 8s "$@"; }
+say() { printf '\n== %s\n$ %s\n' "$1" "${*:2}"; run "${@:2}"; }
+ops() { run "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 8s "$@"; }
 
 if want http; then
   start_rsd
@@ -133,7 +164,7 @@ if want http; then
   cpu_anchor_pid=$!
   pids+=("$cpu_anchor_pid")
   start_rsd
-  for round in 1 2 3; do
+  for round in $(rounds 1 2 3); do
     say "server CPU, round $round: minimal handler" ops -duration 4s -urls "http://$minimal" -mix get=1 -cpu-pid "$minimal_pid"
     say "server CPU, round $round: anchor" ops -duration 4s -urls "http://$cpu_anchor" -mix anchor=1 -cpu-pid "$cpu_anchor_pid" -redis "redis://127.0.0.1:$redis_port"
     say "server CPU, round $round: GET room" ops -duration 4s -urls "$rsd" -mix get=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
@@ -147,7 +178,7 @@ fi
 # it at 1s, alternating with the minimal handler, 3 rounds of 4 s; the
 # server's and Redis' CPU per request.
 if want browse; then
-  for round in 1 2 3; do
+  for round in $(rounds 1 2 3); do
     start_rsd
     say "browse, round $round: minimal handler" ops -duration 4s -urls "http://$minimal" -mix get=1 -cpu-pid "$minimal_pid"
     say "browse, round $round: list page of 20" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
@@ -183,11 +214,11 @@ fi
 # rounds of each comparison. redis_cpu is Redis' CPU time so far (s).
 redis_cpu() { redis-cli -p "$redis_port" info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.3f", s }'; }
 if want batch; then
-  for round in 1 2 3; do
+  for round in $(rounds 1 2 3); do
     say "batching, round $round: join-shaped scripts from 64 callers (off, natural, 200us window) and redis-benchmark -P 1 / -P 16 of the same EVALSHA" \
       env REALSYNC_BENCH_ROUND="$round" go test ./store -run '^$' -bench Batching -benchtime 20000x -count 1
   done
-  for round in 1 2 3; do
+  for round in $(rounds 1 2 3); do
     for window in off 0; do
       REALSYNC_REDIS_BATCH_WINDOW=$window start_rsd
       before=$(redis_cpu)
@@ -206,7 +237,7 @@ if want sse; then
   fan_pid=$!
   pids+=("$fan_pid")
   sleep 0.5
-  for round in 1 2 3; do
+  for round in $(rounds 1 2 3); do
     say "SSE baseline: CPU per event, 2 000 streams, 100 publishes/s (round $round)" \
       "$tmp/rsload" -scenario fanout -urls "http://$fan_srv" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$fan_pid"
     start_rsd
@@ -217,7 +248,7 @@ if want sse; then
   # pair's ratio moved between 74% and 99% on a 2-core machine:
   # docs/PERFORMANCE-HISTORY.md, "The 10 000-stream fan-out, taken
   # apart"); then 1 000/s once
-  for round in 1 2 3 1000; do
+  for round in $(rounds 1 2 3) 1000; do
     rate=200 title=" (round $round)"
     [ "$round" != 1000 ] || rate=1000 title=""
     say "SSE baseline: minimal fan-out, 10 000 streams, $rate publishes/s$title" \
@@ -236,7 +267,7 @@ fi
 # HTTP/1.1 (a connection a stream), alternating, 2 000 streams at 100
 # patches/s; then 10 000 streams over h2c at 200 patches/s.
 if want h2; then
-  for round in 1 2; do
+  for round in $(rounds 1 2); do
     start_rsd
     say "HTTP/1.1: 2 000 streams, 100 patches/s (round $round)" \
       "$tmp/rsload" -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
@@ -253,7 +284,7 @@ fi
 
 if want lobby; then
   start_rsd
-  lobby() { "$tmp/rsload" -scenario ops -urls "$rsd" -rooms 4 -duration 10s "$@"; }
+  lobby() { run "$tmp/rsload" -scenario ops -urls "$rsd" -rooms 4 -duration 10s "$@"; }
   say "lobby of 1 000 rooms: seed" lobby -seed 1000 -clients 2 -mix healthz=1 -duration 1s
   say "lobby of 1 000 rooms: list + quick-join, 2 clients" lobby -clients 2 -mix list=1,quickjoin=1
   say "lobby of 1 000 rooms: list + quick-join, 16 clients" lobby -clients 16 -mix list=1,quickjoin=1
@@ -283,8 +314,8 @@ if want redistime; then
   "${server_on[@]}" "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   pids+=($!)
   start_rsd
-  rt() { "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
-  for round in 1 2; do
+  rt() { run "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
+  for round in $(rounds 1 2); do
     say "anchor: one EVALSHA of the join-shaped script per request (round $round)" rt -urls "http://$anchor_srv" -mix anchor=1
     say "join + leave churn, Redis' figures (round $round)" rt -urls "$rsd" -mix join=1
     say "state patches, Redis' figures (round $round)" rt -urls "$rsd" -mix patch=1
@@ -306,7 +337,7 @@ if want capacity; then
   anchor_pid=$!
   pids+=("$anchor_pid")
   start_rsd
-  cap() { "$tmp/rsload" -scenario ops -clients 32 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
+  cap() { run "$tmp/rsload" -scenario ops -clients 32 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
   for mix in healthz=1 get=1 list=1 join=1 patch=1 create=1; do
     say "capacity input: $mix" cap -urls "$rsd" -mix "$mix" -cpu-pid "$rsd_pid"
   done
@@ -375,7 +406,7 @@ while True:
     for _ in $(seq 50); do curl -sf "$rsd/readyz" >/dev/null && return; sleep 0.1; done
     echo "realsyncd did not start" >&2; cat "$tmp/realsyncd.log" >&2; exit 1
   }
-  for round in 1 2; do
+  for round in $(rounds 1 2); do
     for k in 1 3; do
       start_cluster_rsd "$k"
       say "quick-join + leave into one mode and region, 3-master Cluster, K=$k, round $round" \
@@ -420,7 +451,7 @@ RULES
   export REALSYNC_PARTY_CONSENT=party
   start_rsd
   say "matchmaking: the machine's HTTP limit beside it (minimal Go handler)" ops -urls "http://$minimal" -mix healthz=1
-  mm() { "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -party-consent party -team-size 2 -clients 64 -duration 5m "$@"; }
+  mm() { run "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -party-consent party -team-size 2 -clients 64 -duration 5m "$@"; }
   say "matchmaking: 100 000 tickets at once, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" mm
   for rate in 2000 3000; do
     start_rsd

@@ -59,6 +59,10 @@ def sections(path):
 class Inputs:
     def __init__(self, path):
         self.path, self.secs, self.source = path, sections(path), {}
+        # a smoke run of bench.sh (REALSYNC_BENCH_SMOKE) runs the first of
+        # each section's rounds only: its medians are of the rounds there
+        with open(path, encoding="utf-8") as f:
+            self.smoke = f.readline().startswith("# smoke run")
 
     def find(self, key, title, pattern, then=float):
         text = self.secs.get(title)
@@ -76,16 +80,20 @@ class Inputs:
         return v
 
     def median(self, key, titles, pattern):
-        vals = self.each(key, titles, pattern)
+        titles, vals = self.each(key, titles, pattern)
         self.source[key] = "median of " + ", ".join(f"\"== {t}\"" for t in titles)
         return statistics.median(vals)
 
     def largest(self, key, titles, pattern):
-        vals = self.each(key, titles, pattern)
+        titles, vals = self.each(key, titles, pattern)
         self.source[key] = "largest of " + ", ".join(f"\"== {t}\"" for t in titles)
         return max(vals)
 
     def each(self, key, titles, pattern):
+        """The titles read and their values: every one of titles, or in a
+        smoke run's log those there (one at least)."""
+        if self.smoke and any(t in self.secs for t in titles):
+            titles = [t for t in titles if t in self.secs]
         vals = []
         for t in titles:
             if t not in self.secs:
@@ -94,7 +102,7 @@ class Inputs:
             if not m:
                 sys.exit(f"{self.path}, \"== {t}\": no match for {pattern!r} (input {key})")
             vals.append(float(m.group(1)))
-        return vals
+        return titles, vals
 
 
 REDIS_PER_REQ = r"redis: .*?: ([\d.]+) µs CPU per request"
@@ -119,11 +127,13 @@ def load(path):
     # ESTIMATE: a message is a patch's shape (one event, one script)
     redis["message"], server["message"] = redis["patch"], server["patch"]
     i.source["message"] = "ESTIMATE: as a patch"
+    # a benchmark's name ends in -GOMAXPROCS but on one CPU (the load
+    # placed on one: REALSYNC_BENCH_LOAD_CPUS)
     redis["ratelimit"] = i.find("ratelimit", "security costs: the rate limiter's check",
-                                r"BenchmarkRateLimit/user\+ip-\d+\s.*?([\d.]+) redis-µs/op")
+                                r"BenchmarkRateLimit/user\+ip(?:-\d+)?\s.*?([\d.]+) redis-µs/op")
     redis["renew_per_stream"] = i.find(
         "renew_per_stream", "security costs: lease renewal rounds, holdings release",
-        r"BenchmarkRenewalRound/cap=16-\d+\s.*?([\d.]+) redis-µs/round",
+        r"BenchmarkRenewalRound/cap=16(?:-\d+)?\s.*?([\d.]+) redis-µs/round",
         then=lambda us: us / RENEWAL_STREAMS / RENEW_EVERY_S)
     # one event delivered to one stream: realsyncd's CPU per event, 2 000
     # streams, 100 patches/s, 3 rounds alternating with the baseline

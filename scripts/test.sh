@@ -197,6 +197,33 @@ sdk_tests() {
   echo "== TypeScript SDK as published: npm publish --dry-run, the packed tarball in a strict consumer (Node and browser)"
   sdk/typescript/scripts/consumer-test.sh
   elapsed
+  echo "== scripts/bench.sh as a smoke run (every section at its smallest, once, placed on CPUs), scripts/capacity.py on its log"
+  bench_smoke
+  elapsed
+}
+# bench_smoke runs scripts/bench.sh's every section at its smallest
+# (REALSYNC_BENCH_SMOKE), placed as issue 15's acceptance run is (Redis,
+# the servers and the load on CPUs given: here Redis on the first, the rest
+# on the second), then scripts/capacity.py on its log: nothing else runs
+# the load tool's scenarios, the Cluster section or the placement between
+# full runs, which a change could break unseen until the next full run
+# stopped. Built as the checks built (static_build), so that it reuses
+# their compiled packages. Its figures mean nothing; its log is shown when
+# it fails.
+bench_smoke() {
+  local log="$lanes/bench-smoke.log" place=()
+  [ "$(nproc)" -lt 2 ] || place=(REALSYNC_BENCH_REDIS_CPUS=0 REALSYNC_BENCH_SERVER_CPUS=1 REALSYNC_BENCH_LOAD_CPUS=1)
+  if ! static_build env "${place[@]}" REALSYNC_BENCH_SMOKE=1 scripts/bench.sh >"$log" 2>&1; then
+    tail -n 80 "$log"
+    echo "scripts/bench.sh failed in a smoke run (REALSYNC_BENCH_SMOKE=1; the end of its output above)" >&2
+    return 1
+  fi
+  if ! python3 scripts/capacity.py "$log" >"$lanes/capacity-smoke.out" 2>&1; then
+    cat "$lanes/capacity-smoke.out"
+    echo "scripts/capacity.py failed on a smoke run's log of scripts/bench.sh" >&2
+    return 1
+  fi
+  echo "ok   scripts/bench.sh: $(grep -c '^== ' "$log") measurements in a smoke run; scripts/capacity.py read its log"
 }
 
 lane store store_tests
