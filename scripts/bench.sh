@@ -65,15 +65,20 @@ want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 # reads; not a measurement. scripts/test.sh runs one, placed as an
 # acceptance run is; its figures mean nothing, and its log says so on its
 # first line (TestBenchmarksCiteOneRun refuses to cite such a log).
-smoke=${REALSYNC_BENCH_SMOKE:-}
+smoke=""; [ "${REALSYNC_BENCH_SMOKE:-}" != 1 ] || smoke=1
 # rounds N...: the rounds to run: all of them, the first in a smoke run.
 rounds() { if [ -n "$smoke" ]; then echo "$1"; else echo "$@"; fi; }
 # run CMD ARG...: runs CMD; in a smoke run with its sizes cut first (for
-# rsload and go test alike: of a flag given twice, the second counts).
+# rsload and go test alike: of a flag given twice, the second counts; the
+# log's "$ " line shows the command as written).
 run() {
   [ -n "$smoke" ] || { "$@"; return; }
   local a=()
   while [ $# -gt 0 ]; do
+    case "$1" in
+      -duration | -rss-settle | -streams | -seed | -tickets | -clients | -benchtime)
+        [ $# -ge 2 ] || { echo "bench.sh: $1 without a value" >&2; return 2; } ;;
+    esac
     case "$1" in
       -duration | -rss-settle) a+=("$1" 1s); shift 2 ;;
       -streams) a+=("$1" "$(($2 < 32 ? $2 : 32))"); shift 2 ;;
@@ -89,7 +94,7 @@ run() {
 
 # What the run was: the commit, the time, the machine and its load, so a
 # log stands on its own as the evidence docs/BENCHMARKS.md points to.
-[ -z "$smoke" ] || echo "# smoke run (REALSYNC_BENCH_SMOKE): every section cut to its smallest, once; no figure here is a measurement"
+[ -z "$smoke" ] || echo "# smoke run (REALSYNC_BENCH_SMOKE): every section cut to its smallest, once (the commands below as written, run cut); no figure here is a measurement"
 echo "# scripts/bench.sh ${sections[*]}"
 echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes'), started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "# $cores cores of $(nproc --all), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -179,14 +179,16 @@ go_tests() {
     $(go list ./... | grep -vx 'github.com/realsync/realsync/store')
 }
 sdk_tests() {
-  # scripts/bench.sh's smoke run waits most of its 3 minutes (streams left
-  # idle to be read, realsyncd restarted on an empty Redis): it runs beside
-  # the rest of this lane, not after it (after it, this lane was the last
-  # to end, by 120 s); stopped (its own trap stops what it started) if the
-  # lane ends first
+  # scripts/bench.sh's smoke run waits most of its 3 to 5 minutes (streams
+  # left idle to be read, realsyncd restarted on an empty Redis): it runs
+  # beside the rest of this lane, not after it (after it, this lane was the
+  # last to end, by 120 s); in a process group of its own, stopped as one
+  # if the lane ends first (bench.sh's trap then stops what it started)
+  set -m
   bench_smoke >"$lanes/bench-smoke.out" 2>&1 &
   bench_smoke_pid=$!
-  trap 'kill "$bench_smoke_pid" 2>/dev/null || true' EXIT
+  set +m
+  trap 'kill -TERM -- "-$bench_smoke_pid" 2>/dev/null || true' EXIT
   echo "== deploy/: Dockerfile, compose file, HAProxy, Prometheus alerts, Grafana dashboard, Kubernetes manifests"
   deploy/lint.sh
   elapsed
@@ -208,6 +210,7 @@ sdk_tests() {
   echo "== scripts/bench.sh as a smoke run (every section at its smallest, once, placed on CPUs), scripts/capacity.py on its log"
   local rc=0
   wait "$bench_smoke_pid" || rc=$?
+  trap - EXIT
   cat "$lanes/bench-smoke.out"
   elapsed
   return "$rc"

@@ -241,12 +241,13 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	}
 	// replication back: a commit acknowledged ends the slot's shortness;
 	// cut again, the next match is held afresh, not told at once.
-	// Acknowledged is a match told with no commit short and a WAIT run on
-	// the master: until the store's layout lists the restarted replica
-	// again (read again a second after the last read, at the next call),
-	// its commits wait for no replica and are told short of nothing
-	// (1 CI run of many, 2026-12-03: the loop took such a commit for an
-	// acknowledged one, and the cut's match was told at once)
+	// Acknowledged is a match told with none of its writes short (its
+	// commit, its match_found notices) and a WAIT run on that master, which
+	// ends the master's shortness: until the store's layout lists the
+	// restarted replica again (read again a second after the last read, at
+	// the next call), its commits wait for no replica and are told short of
+	// nothing (1 CI run of many, 2026-12-03: the loop took such a commit
+	// for an acknowledged one, and the cut's match was told at once)
 	if err := c.RestoreReplication(ctx, otherMaster, otherReplica, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
