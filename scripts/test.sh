@@ -237,7 +237,32 @@ bench_smoke() {
     echo "scripts/capacity.py failed on a smoke run's log of scripts/bench.sh" >&2
     return 1
   fi
-  echo "ok   scripts/bench.sh: $(grep -c '^== ' "$log") measurements in a smoke run; scripts/capacity.py read its log"
+  local bad
+  bad="$(smoke_went_wrong "$log")"
+  if [ -n "$bad" ]; then
+    echo "$bad"
+    echo "scripts/bench.sh's smoke run: the runs above went wrong (errors answered, events not delivered, streams reconnected)" >&2
+    return 1
+  fi
+  echo "ok   scripts/bench.sh: $(grep -c '^== ' "$log") measurements in a smoke run, none went wrong; scripts/capacity.py read its log"
+}
+# smoke_went_wrong LOG: the lines of a bench.sh log that say a run went
+# wrong, one a line with its section: an error answered (rsload's errors
+# column, a failed patch, a ticket's error), an event not delivered, a
+# stream reconnected. A full run has none either (docs/bench/*-all.log).
+smoke_went_wrong() {
+  python3 - "$1" <<'PY'
+import re, sys
+title = ""
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    if line.startswith("== "):
+        title = line[3:].strip()
+        continue
+    if (re.search(r"map\[[^\]]", line)
+            or re.search(r"\b[1-9]\d* (failed|errors|reconnects|stream reconnects)\b", line)
+            or any(a != b for a, b in re.findall(r"\b(\d+) of (\d+) (?:expected|patch events delivered)", line))):
+        print(f"{n}: {title}: {line.rstrip()}")
+PY
 }
 
 lane store store_tests
