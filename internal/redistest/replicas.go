@@ -281,10 +281,10 @@ func CutReplication(ctx context.Context, master *Server) error {
 // until it has every write master took and every node's layout lists it
 // again (CLUSTER SLOTS), within wait each. Clients read the layout again
 // in their own time: until they do, they may know the slot's master
-// without its replica. Allowed again
-// without a restart, a link refused meanwhile could stay listed online
-// without ever acknowledging (offset 0, lag growing), even with both ends
-// dropped and three tries (1 CI run of many, 2026-12-03).
+// without its replica. Allowed again without a restart, a link refused
+// meanwhile could stay listed online without ever acknowledging (offset
+// 0, lag growing), even with both ends dropped and three tries (1 CI run
+// of many, 2026-12-03).
 func (c *Cluster) RestoreReplication(ctx context.Context, master, replica *Server, wait time.Duration) error {
 	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
 	defer mc.Close()
