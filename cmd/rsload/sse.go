@@ -82,7 +82,11 @@ type Report struct {
 	// and per stream: what a stream's end costs, outside the window;
 	// ServerCloseNotQuiet: the server was not quiet within 30 s, or went
 	// away (the figures are what it used until then); none of them when
-	// the server's CPU time could not be read
+	// the server's CPU time could not be read. ServerIdleCPUms: the
+	// server's CPU a second in 2 s before the streams opened, its idle
+	// floor (realsyncd's janitor, with rooms seeded), which "quiet" is
+	// measured against: the closing figures include that floor too
+	ServerIdleCPUms         float64 `json:"serverIdleCPUMillisPerSecond,omitempty"`
 	ServerCloseNotQuiet     bool    `json:"serverCloseNotQuiet,omitempty"`
 	ServerCloseCPUSeconds   float64 `json:"serverCloseCPUSeconds,omitempty"`
 	ServerCloseCPUPerStream float64 `json:"serverCloseCPUPerStreamMicros,omitempty"`
@@ -158,6 +162,16 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, before *int64,
 			return nil, err
 		}
 	}
+	cpuOf := c.cpuOf
+	if cpuOf == nil {
+		cpuOf = cpuTime
+	}
+	var idle time.Duration // the server's CPU in idleWindow before the streams
+	if c.RSSPid != 0 {
+		at := cpuOf(c.RSSPid)
+		time.Sleep(idleWindow)
+		idle = max(0, cpuOf(c.RSSPid)-at)
+	}
 	streams := openStreams(ctx, c.Streams, open)
 	defer streams.stop()
 	var settled int64
@@ -175,10 +189,6 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, before *int64,
 	}
 	goroutines[1] = serverGoroutines(c.URLs[0])
 	var cpu [2]time.Duration
-	cpuOf := c.cpuOf
-	if cpuOf == nil {
-		cpuOf = cpuTime
-	}
 	if c.RSSPid != 0 {
 		cpu[0] = cpuOf(c.RSSPid)
 	}
@@ -199,7 +209,8 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, before *int64,
 		if rep.Delivered > 0 {
 			rep.ServerCPUPerEvent = float64((cpu[1] - cpu[0]).Microseconds()) / float64(rep.Delivered)
 		}
-		if end, quiet := quietCPU(c.RSSPid, cpuOf); cpu[1] > 0 && end >= cpu[1] {
+		rep.ServerIdleCPUms = float64(idle.Microseconds()) / 1e3 / idleWindow.Seconds()
+		if end, quiet := quietCPU(c.RSSPid, cpuOf, idle, 30*time.Second); cpu[1] > 0 && end >= cpu[1] {
 			closing := end - cpu[1]
 			rep.ServerCloseCPUSeconds = closing.Seconds()
 			rep.ServerCloseCPUPerStream = float64(closing.Microseconds()) / float64(c.Streams)
@@ -263,20 +274,26 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
-// quietCPU waits until process pid is quiet (under 20 ms of CPU in 2 s,
-// by cpu: cpuTime; realsyncd's sweep acts on gone clients once a second)
-// and returns its CPU time then and true; false with the last time read
-// when it was not quiet within 30 s or went away (its time unreadable).
-func quietCPU(pid int, cpu func(int) time.Duration) (time.Duration, bool) {
+// idleWindow is how long the server's idle floor is read before the
+// streams open, and how long quietCPU's reads span.
+const idleWindow = 2 * time.Second
+
+// quietCPU waits until process pid is quiet (under idle + 20 ms of CPU in
+// idleWindow, by cpu: cpuTime; idle is its floor, what it used in as long
+// before the streams opened: realsyncd's janitor visits every room it
+// holds; its sweep acts on gone clients once a second) and returns its CPU
+// time then and true; false with the last time read when it was not quiet
+// within the given time or went away (its time unreadable).
+func quietCPU(pid int, cpu func(int) time.Duration, idle, within time.Duration) (time.Duration, bool) {
 	reads := []time.Duration{cpu(pid)} // one every half second
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(within); time.Now().Before(end); {
 		time.Sleep(500 * time.Millisecond)
 		now := cpu(pid)
 		if now == 0 {
 			break
 		}
 		reads = append(reads, now)
-		if k := len(reads); k > 4 && reads[k-1]-reads[k-5] < 20*time.Millisecond {
+		if k := len(reads); k > 4 && reads[k-1]-reads[k-5] < idle+20*time.Millisecond {
 			return now, true
 		}
 	}
@@ -644,7 +661,7 @@ func (r *Report) print(w io.Writer, c Config) {
 		fmt.Fprintf(w, "  server CPU  %.2f s from the first write to the last delivery: %.1f µs per event delivered\n", r.ServerCPUSeconds, r.ServerCPUPerEvent)
 	}
 	if r.ServerCloseCPUSeconds != 0 {
-		fmt.Fprintf(w, "  closing     %.2f s of server CPU once the streams closed: %.1f µs per stream", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
+		fmt.Fprintf(w, "  closing     %.2f s of server CPU once the streams closed: %.1f µs per stream (its idle floor before the streams: %.1f ms a second)", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream, r.ServerIdleCPUms)
 		if r.ServerCloseNotQuiet {
 			fmt.Fprint(w, " (not quiet again within 30 s, or gone: what it used until then)")
 		}

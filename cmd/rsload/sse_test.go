@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,14 +199,24 @@ func TestStreamsRunLeavesTheClosingOutOfTheWindow(t *testing.T) {
 				if gone && closed.Load() {
 					return 0 // unreadable
 				}
-				return min(time.Duration(len(seen)), 4) * time.Second // a second a read, quiet from the 4th
+				// a second a read (the idle floor's two, the window's two,
+				// the closing's first two), then 125 ms a read: quiet
+				// against the floor (a second in 2 s) at 6.5 s, never
+				// against nothing
+				if n := time.Duration(len(seen)); n > 6 {
+					return 6*time.Second + (n-6)*125*time.Millisecond
+				}
+				return time.Duration(len(seen)) * time.Second
 			}}
 		r, err := runFanout(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(seen) < 3 || seen[0] || seen[1] || !seen[len(seen)-1] {
-			t.Fatalf("gone %v: the streams had begun to close at the CPU reads: %v; want not at the window's start and end, then so", gone, seen)
+		if len(seen) < 5 || slices.Contains(seen[:4], true) || !seen[len(seen)-1] {
+			t.Fatalf("gone %v: the streams had begun to close at the CPU reads: %v; want not at the idle floor's and the window's, then so", gone, seen)
+		}
+		if r.ServerIdleCPUms != 500 {
+			t.Errorf("gone %v: idle floor %v ms a second, want 500", gone, r.ServerIdleCPUms)
 		}
 		if r.ServerCPUSeconds != 1 || r.ServerCPUPerEvent != 1e6/float64(r.Delivered) {
 			t.Errorf("gone %v: CPU in the window %v s (%v µs an event of %d); want 1 s", gone, r.ServerCPUSeconds, r.ServerCPUPerEvent, r.Delivered)
@@ -213,8 +224,23 @@ func TestStreamsRunLeavesTheClosingOutOfTheWindow(t *testing.T) {
 		switch {
 		case gone && (r.ServerCloseCPUSeconds != 0 || r.ServerCloseCPUPerStream != 0):
 			t.Errorf("a server gone: closing %v s (%v µs a stream), want none", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
-		case !gone && (r.ServerCloseCPUSeconds != 2 || r.ServerCloseCPUPerStream != 2e6/6 || r.ServerCloseNotQuiet):
-			t.Errorf("closing %v s (%v µs a stream, not quiet %v); want 2 s, quiet", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream, r.ServerCloseNotQuiet)
+		case !gone && (r.ServerCloseCPUSeconds != 2.5 || r.ServerCloseCPUPerStream != 2.5e6/6 || r.ServerCloseNotQuiet):
+			t.Errorf("closing %v s (%v µs a stream, not quiet %v); want 2.5 s, quiet", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream, r.ServerCloseNotQuiet)
+		}
+	}
+}
+
+// quietCPU calls a server quiet against its idle floor: a steady 40 ms of
+// CPU a second is quiet for a floor of 100 ms in 2 s and not for none.
+func TestQuietCPUIsQuietAgainstTheIdleFloor(t *testing.T) {
+	for _, tc := range []struct {
+		idle  time.Duration
+		quiet bool
+	}{{100 * time.Millisecond, true}, {0, false}} {
+		var reads time.Duration
+		end, quiet := quietCPU(1, func(int) time.Duration { reads += 20 * time.Millisecond; return reads }, tc.idle, 3*time.Second)
+		if quiet != tc.quiet || end != reads {
+			t.Errorf("idle %v: quiet %v at %v (last read %v), want quiet %v at the last read", tc.idle, quiet, end, reads, tc.quiet)
 		}
 	}
 }
