@@ -207,7 +207,7 @@ sdk_tests() {
   echo "== TypeScript SDK as published: npm publish --dry-run, the packed tarball in a strict consumer (Node and browser)"
   sdk/typescript/scripts/consumer-test.sh
   elapsed
-  echo "== scripts/bench.sh as a smoke run (every section at its smallest, once, placed on CPUs), scripts/capacity.py on its log"
+  echo "== scripts/bench.sh as a smoke run (every section at its smallest, once, placed on CPUs), scripts/capacity.py and scripts/targets.py on its log"
   local rc=0
   wait "$bench_smoke_pid" || rc=$?
   trap - EXIT
@@ -218,10 +218,10 @@ sdk_tests() {
 # bench_smoke runs scripts/bench.sh's every section at its smallest
 # (REALSYNC_BENCH_SMOKE), placed as issue 15's acceptance run is (Redis,
 # the servers and the load on CPUs given: here Redis on the first, the rest
-# on the second), then scripts/capacity.py on its log: nothing else runs
-# the load tool's scenarios, the Cluster section or the placement between
-# full runs, which a change could break unseen until the next full run
-# stopped. Built as the checks built (static_build), so that it reuses
+# on the second), then scripts/capacity.py and scripts/targets.py on its
+# log: nothing else runs the load tool's scenarios, the Cluster section or
+# the placement between full runs, which a change could break unseen
+# until the next full run stopped. Built as the checks built (static_build), so that it reuses
 # their compiled packages. Its figures mean nothing; its log is shown when
 # it fails.
 bench_smoke() {
@@ -232,11 +232,14 @@ bench_smoke() {
     echo "scripts/bench.sh failed in a smoke run (REALSYNC_BENCH_SMOKE=1; the end of its output above)" >&2
     return 1
   fi
-  if ! python3 scripts/capacity.py "$log" >"$lanes/capacity-smoke.out" 2>&1; then
-    cat "$lanes/capacity-smoke.out"
-    echo "scripts/capacity.py failed on a smoke run's log of scripts/bench.sh" >&2
-    return 1
-  fi
+  local py
+  for py in capacity targets; do
+    if ! python3 "scripts/$py.py" "$log" >"$lanes/$py-smoke.out" 2>&1; then
+      cat "$lanes/$py-smoke.out"
+      echo "scripts/$py.py failed on a smoke run's log of scripts/bench.sh" >&2
+      return 1
+    fi
+  done
   local bad
   bad="$(smoke_went_wrong "$log")"
   if [ -n "$bad" ]; then
@@ -244,7 +247,7 @@ bench_smoke() {
     echo "scripts/bench.sh's smoke run: the runs above went wrong (errors answered, events not delivered, streams reconnected)" >&2
     return 1
   fi
-  echo "ok   scripts/bench.sh: $(grep -c '^== ' "$log") measurements in a smoke run, none went wrong; scripts/capacity.py read its log"
+  echo "ok   scripts/bench.sh: $(grep -c '^== ' "$log") measurements in a smoke run, none went wrong; scripts/capacity.py and scripts/targets.py read its log"
 }
 # smoke_went_wrong LOG: the lines of a bench.sh log that say a run went
 # wrong, one a line with its section: an error answered (rsload's errors

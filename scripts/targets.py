@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Issue 15's targets, judged from one run of scripts/bench.sh: for each
+target, the figure the run measured, the limit it is compared with (both
+from the same log), the ratio, and whether it is met. It reads that run's
+log (by default the one named on docs/BENCHMARKS.md's "Run:" line):
+
+    python3 scripts/targets.py [docs/bench/<run>.log]
+    python3 scripts/targets.py --check [docs/bench/<run>.log]
+
+With --check it also looks for every figure it prints in docs/BENCHMARKS.md's
+table of issue 15's targets, and fails naming those it does not find: a
+figure copied wrong from the log, or derived wrong, fails it. It is the
+acceptance run's reading too: run scripts/bench.sh placed on a machine's
+cores (REALSYNC_BENCH_*_CPUS), then this script on its log.
+
+Where a target is measured in rounds, a ratio is taken within each round
+(the run's figures move between rounds more than between the two sides of
+one) and the median of the rounds' ratios is the verdict's figure. No
+figure here is measured by this script.
+"""
+
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from capacity import ROOT, Inputs, run_log  # noqa: E402
+
+SERVER = r"server CPU \(pid \d+\): ([\d.]+) µs/request"
+REDIS_CPU = r"redis: .*?: ([\d.]+) µs CPU per request"
+REDIS_SCRIPTS = r"redis: .*?; scripts ([\d.]+) µs"
+PER_EVENT = r"server CPU .*?: ([\d.]+) µs per event delivered"
+PER_STREAM = r"server RSS .*?: ([\d.]+) KiB per stream"
+WHOLE = r"server RSS .*?\(the whole process: ([\d.]+) KiB per stream\)"
+SETTLED = r"settled RSS .*?: ([\d.]+) KiB per stream"
+
+
+class Rows:
+    """The targets judged so far, each with the figures --check looks for."""
+
+    def __init__(self, log):
+        self.i, self.rows = Inputs(log), []
+
+    def value(self, title, pattern):
+        return self.i.find(title, title, pattern)
+
+    def rounds(self, titles):
+        """The titles of a measurement in rounds that the log has (a smoke
+        run's log has the first round only)."""
+        have = [t for t in titles if t in self.i.secs]
+        if not have:
+            sys.exit(f"{self.i.path}: none of the sections {titles!r}")
+        return have if self.i.smoke else titles
+
+    def add(self, item, what, figure, limit, target, met, figures, source):
+        self.rows.append((item, what, figure, limit, target, met, figures, source))
+
+
+def x(v):
+    return f"{v:.2f}×"
+
+
+def ratio_rounds(r, a_titles, b_titles, pattern_a, pattern_b=None):
+    """Per round a / b, for the rounds the log has."""
+    out = []
+    for ta, tb in zip(a_titles, b_titles):
+        if ta in r.i.secs or not r.i.smoke:
+            out.append(r.value(ta, pattern_a) / r.value(tb, pattern_b or pattern_a))
+    return out
+
+
+def item1(r):
+    t = "Redis time per script, one at a time, against the anchor"
+    bench = r.i.secs.get(t, "")
+
+    def metric(name):
+        m = re.search(r"\s([\d.]+) " + re.escape(name) + r"(?:\s|$)", bench)
+        if not m:
+            sys.exit(f"{r.i.path}, \"== {t}\": no {name}")
+        return float(m.group(1))
+
+    anchor_script, anchor_cpu = metric("anchor-script-µs/op"), metric("anchor-cpu-µs/op")
+    for op, target in (("join", 2.0), ("leave", 2.0), ("patch", 1.5)):
+        script, cpu = metric(f"fn-{op}-script-µs/op"), metric(f"fn-{op}-cpu-µs/op")
+        ratio = metric(f"fn-{op}-script/anchor")
+        r.add("1", f"{op}, one call at a time: the script's Redis time against the anchor's",
+              f"{script:.1f} µs, {ratio:.3f}× (Redis CPU {cpu:.1f} µs, {cpu / anchor_cpu:.2f}×)",
+              f"the anchor: {anchor_script:.1f} µs of script, {anchor_cpu:.1f} µs of Redis CPU",
+              f"≤ {target}", ratio <= target,
+              [f"{ratio:.2f}", f"{cpu / anchor_cpu:.2f}×"], f"\"== {t}\"")
+    # over HTTP: realsyncd's join + leave and patch against the anchor's
+    # server of the same section and round, by Redis' CPU and by scripts
+    pairs = [("capacity input: join=1", "capacity input: the anchor", "join + leave"),
+             ("capacity input: patch=1", "capacity input: the anchor", "patch")]
+    for n in (1, 2, 3):
+        pairs.append((f"server CPU, round {n}: join + leave", f"server CPU, round {n}: anchor", "join + leave"))
+    for n in (1, 2):
+        pairs.append((f"join + leave churn, Redis' figures (round {n})",
+                      f"anchor: one EVALSHA of the join-shaped script per request (round {n})", "join + leave"))
+        pairs.append((f"state patches, Redis' figures (round {n})",
+                      f"anchor: one EVALSHA of the join-shaped script per request (round {n})", "patch"))
+    for op, target in (("join + leave", 2.0), ("patch", 1.5)):
+        # a smoke run's log lacks later rounds
+        mine = [(a, b) for a, b, o in pairs if o == op and (not r.i.smoke or a in r.i.secs and b in r.i.secs)]
+        cpu = [r.value(a, REDIS_CPU) / r.value(b, REDIS_CPU) for a, b in mine]
+        script = [r.value(a, REDIS_SCRIPTS) / r.value(b, REDIS_SCRIPTS) for a, b in mine]
+        met = sum(c <= target for c in cpu)
+        r.add("1", f"{op} over HTTP, batched: Redis CPU per request against the anchor's",
+              f"{', '.join(x(c) for c in cpu)}: within {target}× in {met} of {len(cpu)}; by scripts' time "
+              f"{', '.join(x(s) for s in script)}",
+              "the anchor's server, in the same section and round",
+              f"≤ {target}", met == len(cpu),
+              [x(v) for v in cpu + script], ", ".join(f"\"== {a}\"" for a, _ in mine))
+
+
+def item2(r):
+    titles = r.rounds([f"batching, round {n}: join-shaped scripts from 64 callers (off, natural, "
+                       "200us window) and redis-benchmark -P 1 / -P 16 of the same EVALSHA" for n in (1, 2, 3)])
+
+    def rate(t, variant):
+        return r.value(t, r"BenchmarkBatching/evalsha/" + re.escape(variant) + r"(?:-\d+)?\s.*?([\d.]+) ops/s")
+
+    nat = [rate(t, "natural") for t in titles]
+    p1 = [rate(t, "redis-benchmark-P1") for t in titles]
+    p16 = [rate(t, "redis-benchmark-P16") for t in titles]
+    n, a, b = statistics.median(nat), statistics.median(p1), statistics.median(p16)
+    r.add("2", "natural batching's EVALSHA rate, nearer redis-benchmark's -P 16 than its -P 1",
+          f"{n:.0f}/s: {n / a:.0%} of -P 1, {n / b:.0%} of -P 16 (medians)",
+          f"-P 1 {a:.0f}/s, -P 16 {b:.0f}/s (medians)", "nearer -P 16",
+          abs(n - b) < abs(n - a), [f"{n / a:.0%}", f"{n / b:.0%}"],
+          ", ".join(f"\"== {t}\"" for t in titles))
+
+
+def busiest(r, title):
+    """The busiest master's share of the Cluster's Redis CPU, from the
+    masters' own lines (the summary's percentage is rounded)."""
+    shares = [float(v) for v in re.findall(r"^\s+\S+\s+[\d.]+ s CPU \(([\d.]+)%\)", r.i.secs[title], re.M)]
+    if not shares:
+        sys.exit(f"{r.i.path}, \"== {title}\": no master's line")
+    return max(shares) / 100
+
+
+def item3(r):
+    base = "quick-join + leave into one mode and region, 3-master Cluster, K={k}, round {n}"
+    for n in (1, 2):
+        k1, k3 = base.format(k=1, n=n), base.format(k=3, n=n)
+        if k3 not in r.i.secs and r.i.smoke:
+            continue
+        all1 = r.value(k1, r"masters: .*? ([\d.]+) µs CPU and")
+        all3 = r.value(k3, r"masters: .*? ([\d.]+) µs CPU and")
+        share1, share3 = busiest(r, k1), busiest(r, k3)
+        bound = r.value(k3, r"\(bound: ([\d.]+)× one master\)")
+        by_cpu = all1 / (all3 * share3)
+        r.add("3", f"round {n}: one (mode, region)'s quick-joins over K = 3 stripes against one master",
+              f"by the busiest master's Redis CPU per request {x(by_cpu)} one master doing all of K = 1's work, "
+              f"{x(all1 * share1 / (all3 * share3))} K = 1's busiest; by share {x(bound)}",
+              f"K = 1 in the same round", "≥ 2.5", by_cpu >= 2.5,
+              [x(by_cpu), x(all1 * share1 / (all3 * share3)), x(bound)], f"\"== {k1}\", \"== {k3}\"")
+
+
+def item4(r):
+    rounds = [1, 2, 3]
+    minimal = [f"server CPU, round {n}: minimal handler" for n in rounds]
+    for what, kind, target in (("GET room", "GET room", 2.0), ("list page of 20", "list page of 20", 2.0),
+                               ("join or leave", "join + leave", 1.5)):
+        mine = [f"server CPU, round {n}: {kind}" for n in rounds]
+        ratios = ratio_rounds(r, mine, minimal, SERVER)
+        m = statistics.median(ratios)
+        r.add("4", f"server CPU per {what} against the minimal handler's",
+              f"{x(m)} (median; rounds {', '.join(x(v) for v in ratios)})",
+              "the minimal handler of the same round", f"≤ {target}", m <= target,
+              [x(m)], f"\"== server CPU, round N: {kind}\"")
+    cached = [f"browse, round {n}: list page of 20, cached (REALSYNC_BROWSE_CACHE_TTL=1s)" for n in rounds]
+    bmin = [f"browse, round {n}: minimal handler" for n in rounds]
+    ratios = ratio_rounds(r, cached, bmin, SERVER)
+    m = statistics.median(ratios)
+    r.add("4", "server CPU per list page of 20 with the browsing cache on (1 s)",
+          f"{x(m)} (median; rounds {', '.join(x(v) for v in ratios)})",
+          "the minimal handler of the same round", "≤ 2.0", m <= 2.0,
+          [x(m)], "\"== browse, round N: list page of 20, cached (REALSYNC_BROWSE_CACHE_TTL=1s)\"")
+
+
+def item5(r):
+    t = "quick-join + leave, 256 clients into one mode and region"
+    m = re.search(r"^\s+quickjoin\s+\d+\s+\d+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)", r.i.secs.get(t, ""), re.M)
+    if not m:
+        sys.exit(f"{r.i.path}, \"== {t}\": no quickjoin row")
+    p50, p99 = float(m.group(1)), float(m.group(2))
+    r.add("5", "quick-join p99 against its p50, 256 clients into one mode and region",
+          f"p50 {p50:.2f} ms, p99 {p99:.2f} ms: {p99 / p50:.2f}×", "", "≤ 4", p99 <= 4 * p50,
+          [f"{p99:.2f} ms", f"{p99 / p50:.2f}"], f"\"== {t}\"")
+
+
+def item6(r):
+    mem = r.rounds([f"realsyncd: 10 000 streams on one instance, 200 patches/s (round {n})" for n in (1, 2, 3)])
+    diff = [r.value(t, PER_STREAM) for t in mem]
+    whole = [r.value(t, WHOLE) for t in mem]
+    settled = [r.value(t, SETTLED) for t in mem if re.search(SETTLED, r.i.secs[t])]
+    worst = max(diff + whole + settled)
+    r.add("6", "resident memory per idle stream at 10 000 streams (HTTP/1.1)",
+          f"{', '.join(f'{v:.1f}' for v in diff)} KiB by the difference, {', '.join(f'{v:.1f}' for v in whole)} KiB "
+          f"the whole process" + (f", settled {min(settled):.1f} KiB" if settled else ""),
+          "", "≤ 24 KiB", worst <= 24, [f"{v:.1f}" for v in diff + whole],
+          ", ".join(f"\"== {t}\"" for t in mem))
+    t = "h2c: 10 000 streams on one instance, 200 patches/s"
+    if t in r.i.secs or not r.i.smoke:
+        d, w = r.value(t, PER_STREAM), r.value(t, WHOLE)
+        r.add("6", "resident memory per idle stream at 10 000 streams over h2c",
+              f"{d:.1f} KiB by the difference, {w:.1f} KiB the whole process", "", "≤ 24 KiB",
+              max(d, w) <= 24, [f"{d:.1f} KiB", f"{w:.1f} KiB"], f"\"== {t}\"")
+    for streams, rate, mine, base in (
+            ("2 000", "100", "realsyncd: CPU per event, 2 000 streams, 100 patches/s (round {n})",
+             "SSE baseline: CPU per event, 2 000 streams, 100 publishes/s (round {n})"),
+            ("10 000", "200", "realsyncd: 10 000 streams on one instance, 200 patches/s (round {n})",
+             "SSE baseline: minimal fan-out, 10 000 streams, 200 publishes/s (round {n})")):
+        mt = [mine.format(n=n) for n in (1, 2, 3)]
+        bt = [base.format(n=n) for n in (1, 2, 3)]
+        # efficiency: the baseline's CPU per event over realsyncd's
+        eff = ratio_rounds(r, bt, mt, PER_EVENT)
+        m = statistics.median(eff)
+        r.add("6", f"fan-out at {streams} streams, {rate} writes/s: the baseline's CPU per event over realsyncd's",
+              f"{m:.1%} (median; rounds {', '.join(f'{v:.1%}' for v in eff)})",
+              "the minimal fan-out fed by the same Redis, in the same round", "≥ 95%", m >= 0.95,
+              [f"{m:.1%}"] + [f"{v:.1%}" for v in eff], f"\"== {base.format(n='N')}\" against \"== {mine.format(n='N')}\"")
+
+
+def table_of_targets():
+    """BENCHMARKS.md's table of issue 15's targets, as text."""
+    with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), encoding="utf-8") as f:
+        doc = f.read()
+    start = doc.find("| target (issue 15) |")
+    if start < 0:
+        sys.exit("docs/BENCHMARKS.md has no table headed \"| target (issue 15) |\"")
+    end = doc.find("\n\n", start)
+    return doc[start:end if end > 0 else len(doc)]
+
+
+def main(argv):
+    check = "--check" in argv
+    args = [a for a in argv if a != "--check"]
+    if len(args) > 1:
+        sys.exit(__doc__)
+    log = args[0] if args else run_log()
+    r = Rows(log)
+    for item in (item1, item2, item3, item4, item5, item6):
+        item(r)
+    print(f"Issue 15's targets, from {os.path.relpath(log, ROOT)}" + (" (a smoke run: its figures mean nothing)" if r.i.smoke else ""))
+    for item, what, figure, limit, target, met, _, source in r.rows:
+        print(f"\nitem {item}: {what} ({target})")
+        print(f"  {'MET' if met else 'missed'}: {figure}")
+        if limit:
+            print(f"  limit: {limit}")
+        print(f"  from {source}")
+    if check:
+        table = table_of_targets()
+        missing = [(what, f) for _, what, _, _, _, _, figures, _ in r.rows for f in figures if f not in table]
+        for what, f in missing:
+            print(f"docs/BENCHMARKS.md's table of issue 15's targets lacks {f} ({what})", file=sys.stderr)
+        if missing:
+            sys.exit(1)
+        print(f"\ndocs/BENCHMARKS.md's table of issue 15's targets holds every figure above")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
