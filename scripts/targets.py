@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Issue 15's targets, judged from one run of scripts/bench.sh: for each
-target, the figure the run measured, the limit it is compared with (both
-from the same log), the ratio, and whether it is met. It reads that run's
-log (by default the one named on docs/BENCHMARKS.md's "Run:" line):
+"""Issue 15's and issue 6's targets, judged from one run of
+scripts/bench.sh: for each target, the figure the run measured, the limit
+it is compared with (both from the same log), the ratio, and whether it
+is met. It reads that run's log (by default the one named on
+docs/BENCHMARKS.md's "Run:" line):
 
     python3 scripts/targets.py [docs/bench/<run>.log]
     python3 scripts/targets.py --check [docs/bench/<run>.log]
 
 With --check it also looks for every figure it prints in docs/BENCHMARKS.md's
-table of issue 15's targets, and fails naming those it does not find: a
+tables of those targets, and fails naming those it does not find: a
 figure copied wrong from the log, or derived wrong, fails it. It is the
 acceptance run's reading too: run scripts/bench.sh placed on a machine's
 cores (REALSYNC_BENCH_*_CPUS), then this script on its log.
@@ -54,6 +55,7 @@ class Rows:
         return have if self.i.smoke else titles
 
     def add(self, item, what, figure, limit, target, met, figures, source):
+        """A target of issue 15 (item "1".."6") or of issue 6 (item "issue 6")."""
         self.rows.append((item, what, figure, limit, target, met, figures, source))
 
 
@@ -225,13 +227,84 @@ def item6(r):
               [f"{m:.1%}"] + [f"{v:.1%}" for v in eff], f"\"== {base.format(n='N')}\" against \"== {mine.format(n='N')}\"")
 
 
-def table_of_targets():
-    """BENCHMARKS.md's table of issue 15's targets, as text."""
+def grouped(n):
+    """An integer as the documents write it: 4 495, 63 092."""
+    return f"{n:,.0f}".replace(",", " ")
+
+
+def op_row(r, title, op):
+    """The count per second, p50 and p99 (ms) of an rsload ops row."""
+    m = re.search(r"^\s+" + re.escape(op) + r"\s+\d+\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)",
+                  r.i.secs.get(title, ""), re.M)
+    if not m:
+        sys.exit(f"{r.i.path}, \"== {title}\": no {op} row")
+    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+
+
+def issue6(r):
+    minimal = "minimal Go handler (the machine's HTTP limit with this load tool)"
+    ceiling = "redis-benchmark: EVALSHA of the join and state patch scripts, 64 clients, -P 1"
+    limit, _, limit_p99 = op_row(r, minimal, "healthz")
+    for op, title, bench, name in (("join", "join + leave churn", "join", "joins"),
+                                   ("patch", "state patches", "patch", "state patches")):
+        rate, _, p99 = op_row(r, title, op)
+        rb = r.value(ceiling, r"BenchmarkRedisCeiling/" + bench + r"(?:-\d+)?\s.*?([\d.]+) evalsha/s")
+        r.add("issue 6", f"{name}: ≥ 20 000/s, ≥ 60% of redis-benchmark's EVALSHA rate, p99 ≤ 10 ms at 64 clients",
+              f"{grouped(rate)}/s, {rate / rb:.0%} of redis-benchmark's {grouped(rb)}/s, p99 {p99:.2f} ms",
+              f"the minimal handler: {grouped(limit)} requests/s, p99 {limit_p99:.2f} ms",
+              "≥ 20 000/s, ≥ 60%, ≤ 10 ms", rate >= 20000 and rate >= 0.6 * rb and p99 <= 10,
+              [grouped(rate), f"{rate / rb:.0%}", grouped(rb), f"{p99:.2f} ms", grouped(limit)],
+              f"\"== {title}\", \"== {ceiling}\", \"== {minimal}\"")
+    streams = r.rounds([f"realsyncd: 10 000 streams on one instance, 200 patches/s (round {n})" for n in (1, 2, 3)])
+    saturated = "realsyncd: 10 000 streams on one instance, 1000 patches/s"
+    baseline = "SSE baseline: minimal fan-out, 10 000 streams, 1000 publishes/s"
+    delivered = r"delivered\s+(\d+) of (\d+) expected \((\d+) events/s\), (\d+) stream reconnects"
+    whole = True
+    for t in streams + [saturated]:
+        m = re.search(delivered, r.i.secs.get(t, ""))
+        if not m:
+            sys.exit(f"{r.i.path}, \"== {t}\": no delivered line")
+        whole = whole and m.group(1) == m.group(2) and m.group(4) == "0"
+    r.add("issue 6", "10 000 concurrent streams on one instance, every event delivered, no reconnect",
+          "every event delivered, no reconnect" if whole else "events lost or streams reconnected",
+          "", "all", whole, [], ", ".join(f"\"== {t}\"" for t in streams + [saturated]))
+    rate = r.value(saturated, r"\((\d+) events/s\)")
+    base = r.value(baseline, r"\((\d+) events/s\)")
+    r.add("issue 6", "delivered events a second at saturation",
+          f"{grouped(rate)}/s, {rate / base:.1%} of the minimal fan-out's", f"the minimal fan-out: {grouped(base)}/s",
+          "≥ 100 000/s", rate >= 100000, [grouped(rate), grouped(base), f"{rate / base:.1%}"],
+          f"\"== {saturated}\", \"== {baseline}\"")
+    p99s = [r.value(t, r"latency .*?p99 ([\d.]+) ms") for t in streams]
+    sat99, base99 = r.value(saturated, r"latency .*?p99 ([\d.]+) ms"), r.value(baseline, r"latency .*?p99 ([\d.]+) ms")
+    r.add("issue 6", "patch → event p99, below saturation (200 writes/s) and at saturation",
+          f"{', '.join(f'{v:.2f}' for v in p99s)} ms; {sat99:.2f} ms at saturation",
+          f"the minimal fan-out at saturation: {base99:.2f} ms", "≤ 50 ms",
+          max(p99s + [sat99]) <= 50, [f"{v:.2f}" for v in p99s] + [f"{sat99:.2f} ms", f"{base99:.2f} ms"],
+          ", ".join(f"\"== {t}\"" for t in streams + [saturated]))
+    small, large = "lobby of 1 000 rooms: list + quick-join, 2 clients", "lobby of 100 000 rooms: list + quick-join, 2 clients"
+    for op, name in (("list", "list"), ("quickjoin", "quick-join")):
+        _, p50a, p99a = op_row(r, small, op)
+        _, p50b, p99b = op_row(r, large, op)
+        r.add("issue 6", f"lobby {name} p99 at 100 000 rooms (2 clients), and within 20% of 1 000 rooms'",
+              f"{p99b:.2f} ms ({p99b / p99a - 1:+.0%} from {p99a:.2f} ms; p50 {p50b / p50a - 1:+.0%})", "",
+              "≤ 5 ms, ≤ +20%", p99b <= 5 and p99b <= 1.2 * p99a,
+              [f"{p99b:.2f} ms", f"{p99a:.2f}", f"{abs(p99b / p99a - 1):.0%}"], f"\"== {small}\", \"== {large}\"")
+    mem = "Redis memory per idle 8-player room"
+    without = r.value(mem, r"([\d.]+) bytes/room-without-log")
+    in_all = r.value(mem, r"([\d.]+) bytes/idle-room-in-all")
+    r.add("issue 6", "Redis memory per idle 8-player room without its log, and in all once its log is dropped",
+          f"{grouped(without)} and {grouped(in_all)} bytes", "", "≤ 2 KiB, ≤ 2.5 KiB",
+          without <= 2048 and in_all <= 2560, [f"{grouped(without)} bytes", f"{grouped(in_all)} bytes"], f"\"== {mem}\"")
+
+
+def table_of_targets(issue):
+    """BENCHMARKS.md's table of an issue's targets, as text."""
     with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), encoding="utf-8") as f:
         doc = f.read()
-    start = doc.find("| target (issue 15) |")
+    head = f"| target (issue {issue}) |"
+    start = doc.find(head)
     if start < 0:
-        sys.exit("docs/BENCHMARKS.md has no table headed \"| target (issue 15) |\"")
+        sys.exit(f"docs/BENCHMARKS.md has no table headed \"{head}\"")
     end = doc.find("\n\n", start)
     return doc[start:end if end > 0 else len(doc)]
 
@@ -243,23 +316,26 @@ def main(argv):
         sys.exit(__doc__)
     log = args[0] if args else run_log()
     r = Rows(log)
-    for item in (item1, item2, item3, item4, item5, item6):
+    for item in (item1, item2, item3, item4, item5, item6, issue6):
         item(r)
-    print(f"Issue 15's targets, from {os.path.relpath(log, ROOT)}" + (" (a smoke run: its figures mean nothing)" if r.i.smoke else ""))
+    print(f"Issue 15's and issue 6's targets, from {os.path.relpath(log, ROOT)}" + (" (a smoke run: its figures mean nothing)" if r.i.smoke else ""))
     for item, what, figure, limit, target, met, _, source in r.rows:
-        print(f"\nitem {item}: {what} ({target})")
+        print(f"\n{'item ' if item[0].isdigit() else ''}{item}: {what} ({target})")
         print(f"  {'MET' if met else 'missed'}: {figure}")
         if limit:
             print(f"  limit: {limit}")
         print(f"  from {source}")
     if check:
-        table = table_of_targets()
-        missing = [(what, f) for _, what, _, _, _, _, figures, _ in r.rows for f in figures if f not in table]
-        for what, f in missing:
-            print(f"docs/BENCHMARKS.md's table of issue 15's targets lacks {f} ({what})", file=sys.stderr)
+        tables = {"15": table_of_targets(15), "6": table_of_targets(6)}
+        missing = []
+        for item, what, _, _, _, _, figures, _ in r.rows:
+            issue = "6" if item == "issue 6" else "15"
+            missing += [(issue, what, f) for f in figures if f not in tables[issue]]
+        for issue, what, f in missing:
+            print(f"docs/BENCHMARKS.md's table of issue {issue}'s targets lacks {f} ({what})", file=sys.stderr)
         if missing:
             sys.exit(1)
-        print(f"\ndocs/BENCHMARKS.md's table of issue 15's targets holds every figure above")
+        print("\ndocs/BENCHMARKS.md's tables of issue 15's and issue 6's targets hold every figure above")
 
 
 if __name__ == "__main__":
