@@ -38,11 +38,14 @@ func openQuotas(tb testing.TB, b redistest.Backend, q store.Quotas, rs matchmaki
 	return openStore(tb, b, store.Config{Quotas: q}, rs, mut...)
 }
 
+// shards is how many shards openStore's stores have.
+const shards = 8
+
 // openStore is open on a store of cfg, its backend, prefix and shards
 // set here.
 func openStore(tb testing.TB, b redistest.Backend, sc store.Config, rs matchmaking.RuleSet, mut ...func(*matchmaking.Config)) env {
 	tb.Helper()
-	sc.RedisURL, sc.ClusterAddrs, sc.Prefix, sc.Shards = b.URL, b.ClusterAddrs, redistest.Prefix(tb), 8
+	sc.RedisURL, sc.ClusterAddrs, sc.Prefix, sc.Shards = b.URL, b.ClusterAddrs, redistest.Prefix(tb), shards
 	s, err := store.Open(context.Background(), sc)
 	if err != nil {
 		tb.Fatalf("open store on %s: %v", b.Name, err)

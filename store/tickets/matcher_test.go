@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -425,6 +426,46 @@ func TestCreateListsItsMode(t *testing.T) {
 		}
 		if modes, err := e.tickets.WithModes(nil).Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1], other}) {
 			t.Fatalf("modes of every shard: %v %v, want duel, %s and %s", modes, err, old[1], other)
+		}
+	})
+}
+
+// Modes reads every shard's list of modes at each tick. The reads bound for
+// one node leave together, as pipelines of reads the batcher takes (each
+// on its own it was a round trip per shard, at every tick of every
+// instance): with a batch window all of one node's lists go out at once.
+func TestModesReadTogether(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := openStore(t, b, store.Config{Batch: &store.Batching{Window: 100 * time.Millisecond}}, mustRules(t, "modes:\n  duel: {}\n"))
+		c, future := e.rooms.Client(), float64(time.Now().Add(time.Hour).UnixMilli())
+		var want []string
+		for shard := range shards {
+			mode := ""
+			for i := 0; mode == ""; i++ {
+				if m := fmt.Sprintf("m%d", i); e.tickets.ModeShard(m) == shard {
+					mode = m
+				}
+			}
+			if err := c.ZAdd(ctx, e.tickets.ModesKey(mode), redis.Z{Score: future, Member: mode}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, mode)
+		}
+		var sends atomic.Int64 // what reached the wire with a list of modes in it
+		c.AddHook(redistest.Around(func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+			if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return strings.Contains(fmt.Sprint(cmd.Args()...), ":mm:modes") }) {
+				sends.Add(1)
+			}
+			return send()
+		}))
+		e.tickets.ListAllDue()
+		modes, err := e.tickets.Modes(ctx)
+		if slices.Sort(want); err != nil || !slices.Equal(modes, want) {
+			t.Fatalf("modes %v %v, want one of each shard's: %v", modes, err, want)
+		}
+		if n := sends.Load(); n == 0 || n >= int64(len(want)) {
+			t.Fatalf("the %d shards' lists reached Redis in %d sends, want them together (one a node)", len(want), n)
 		}
 	})
 }

@@ -706,7 +706,7 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			lists[i], errs[i] = s.b.Client.ZRange(ctx, s.modes(sh), 0, -1).Result()
+			lists[i], errs[i] = s.modesOf(ctx, sh)
 		})
 	}
 	wg.Wait()
@@ -729,6 +729,22 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 		return out, fmt.Errorf("store: the modes of shards %v unread: %w", unread, redisx.Wrap(first))
 	}
 	return out, nil
+}
+
+// modesOf reads shard sh's list of modes, as a pipeline of its own: the
+// batcher's read lane sends the lists bound for one node together (a
+// lone ZRANGE would go alone, a round trip per shard at every tick),
+// each with its own reply and error.
+func (s *Store) modesOf(ctx context.Context, sh int) ([]string, error) {
+	var list *redis.StringSliceCmd
+	_, err := s.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		list = p.ZRange(ctx, s.modes(sh), 0, -1)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Val(), nil
 }
 
 // modesReads is how many shards' lists Modes reads at once.
