@@ -18,6 +18,7 @@ import (
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/internal/batch"
 )
 
 // lostReply makes the next transaction that runs a script lose its reply
@@ -674,6 +675,65 @@ func TestRejoinRunFirstLeavesNoEntry(t *testing.T) {
 				close(release)
 				if err := <-done; err != nil {
 					t.Fatalf("join: %v", err)
+				}
+				if real := reality(t, s2, u); len(real) != 0 {
+					t.Fatalf("u is in %v", real)
+				}
+				holdsExactly(t, s2, u)
+				if _, err := s2.Join(ctx, u, other); err != nil {
+					t.Errorf("join elsewhere right after the leave or kick: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// The race's third order, found by an adversarial tester (a client
+// sending a join and a leave of a room it is in at once, then joining
+// others: refused JOINED_ROOMS_LIMIT for a minute in no room): the leave
+// or kick reads the entry, then the retried join runs whole (u is in the
+// room: its script changes nothing), then the leave's script and its
+// correction. The join's reservation must not move the entry's stamp, or
+// the correction, which compares the stamp it read, keeps the entry of a
+// room u left; at a joined-rooms quota of 1 u may join elsewhere at once.
+func TestRejoinBetweenALeavesReadAndItsScriptLeavesNoEntry(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, kick := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/kick=%v", b.Name, kick), func(t *testing.T) {
+				ctx := context.Background()
+				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+				u, o := user(1), user(900)
+				id := mustCreate(t, s2, o, spread(0)).Room.ID
+				other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+				uj := mustJoin(t, s2, u, id)
+				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil { // a distinct earlier stamp
+					t.Fatal(err)
+				}
+				remover := u
+				if kick {
+					remover = o
+				}
+				var armed atomic.Bool
+				reached, release := make(chan struct{}), make(chan struct{})
+				s2.Client().AddHook(holdUserScript(remover.ID, &armed, true, reached, release, nil))
+				armed.Store(true)
+				done := make(chan error, 1)
+				go func() {
+					if kick {
+						done <- s2.Kick(ctx, o, id, uj.PlayerID)
+					} else {
+						done <- s2.Leave(ctx, u, id)
+					}
+				}()
+				<-reached // the entry read, the leave's or kick's script held
+				// unbatched: the embedded store is one store for both
+				// instances, whose script lane the held script holds
+				if _, err := s1.Join(batch.Unbatched(ctx), u, id); err != nil {
+					t.Fatalf("the retried join: %v", err)
+				}
+				close(release)
+				if err := <-done; err != nil {
+					t.Fatal(err)
 				}
 				if real := reality(t, s2, u); len(real) != 0 {
 					t.Fatalf("u is in %v", real)

@@ -9,11 +9,14 @@
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner;
 // a kick or ban drops the kicked user's entry the same way (Left, with the
-// value read before the kick). A join that added the user to a room held
-// already (a retry racing a leave of the same room), or whose outcome is
-// unknown, stamps its entry anew after its script, so a correction that
-// read the join's first stamp keeps it; one that found the user a member
-// stamps nothing, and a leave after it drops the entry.
+// value read before the kick). A join's reservation of a room held
+// already keeps the entry's stamp, which a leave or kick racing it may
+// have read. A join that added the user to a room held already (a retry
+// racing a leave of the same room), or whose outcome is unknown, stamps
+// its entry anew after its script (Record), so a correction that read the
+// old stamp keeps it; one that found the user a member stamps nothing, and
+// a leave racing it, whether it read the entry before or after the join's
+// reservation, drops the entry.
 //
 // Entries of rooms the user left otherwise (removed by the janitor, the
 // room closed, or a kick whose own correction was lost) are listed by the room script in the room's
@@ -113,7 +116,8 @@ type Hold struct {
 }
 
 // HeldBefore reports whether r found its room held already (the user in
-// it, or left it a moment ago): its stamp was renewed, not made.
+// it, or left it a moment ago): the entry was kept as it was, stamp and
+// all (a correction that read the stamp compares it), not made.
 func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 
 // Reserve records that uid is about to be in room (as its owner when
@@ -121,7 +125,7 @@ func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 // rooms.ErrJoinedRoomsLimit when that would exceed a limit even after the
 // holdings were checked against the rooms.
 func (h *Holdings) Reserve(ctx context.Context, uid, room string, owner bool) (Hold, error) {
-	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined)
+	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined, false)
 }
 
 // Check reports whether uid may be in one more room (as its owner when
@@ -135,12 +139,14 @@ func (h *Holdings) Check(ctx context.Context, uid string, owner bool) error {
 
 // Record is Reserve past the limits, for a room uid is in already or that
 // was made for uid (a match room): holdings that missed it would let uid
-// past the limits later.
+// past the limits later. An entry held already is stamped anew, so that a
+// correction that read its old stamp (a leave racing the join that
+// records) keeps it.
 func (h *Holdings) Record(ctx context.Context, uid, room string, owner bool) (Hold, error) {
-	return h.reserve(ctx, uid, room, owner, 0, 0)
+	return h.reserve(ctx, uid, room, owner, 0, 0, true)
 }
 
-func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int) (Hold, error) {
+func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int, renew bool) (Hold, error) {
 	if !h.On() {
 		return Hold{}, nil
 	}
@@ -148,7 +154,7 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 	var seed []any
 	checked := false
 	for range 3 {
-		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, seed)).Result()
+		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, renew, seed)).Result()
 		if err != nil {
 			return Hold{}, redisx.Wrap(err)
 		}
@@ -192,9 +198,9 @@ func (h *Holdings) Release(ctx context.Context, r Hold) {
 }
 
 // reserveCall is holdings_reserve.lua's call reserving room for uid.
-func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, seed []any) reserveCall {
+func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, renew bool, seed []any) reserveCall {
 	return reserveCall{key: h.Key(uid), room: room, role: map[bool]string{true: "o", false: "m"}[owner],
-		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), seed: seed}
+		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), renew: renew, seed: seed}
 }
 
 // held is the reservation of room in key that reply, holdings_reserve's
@@ -219,7 +225,7 @@ func (h *Holdings) ReservePlaceholder(ctx context.Context, uid, ph string, creat
 			return r, true, err
 		}
 	}
-	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined)
+	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined, false)
 	return r, false, err
 }
 
@@ -232,7 +238,7 @@ func (h *Holdings) PlaceholderTry(uid, ph string, create bool) (key string, args
 	if create {
 		maxOwned = h.cfg.Owned
 	}
-	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, nil).KeysArgs()
+	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, false, nil).KeysArgs()
 	return keys[0], args
 }
 
