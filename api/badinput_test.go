@@ -30,6 +30,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"MissingMediaType", "POST", "/v1/rooms", alice, `{}`, []string{"Content-Type", ""}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"Charset", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Type", "application/json; charset=utf-16"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"MergePatchCharset", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Type", "application/merge-patch+json; charset=iso-8859-1"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"TwoMediaTypes", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Type", "application/json", "Content-Type", "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"TwoSameMediaTypes", "POST", "/v1/rooms/" + id + "/messages", alice, `{"type":"chat"}`, []string{"Content-Type", "application/json", "Content-Type", "application/json"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"ContentEncoding", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Encoding", "gzip"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"ContentEncodingListed", "POST", "/v1/rooms/" + id + "/messages", alice, `{"type":"chat"}`, []string{"Content-Encoding", "identity, br"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"Syntax", "PATCH", "/v1/rooms/" + id, alice, `{"name":`, nil, 400, "MALFORMED_REQUEST", ""},

@@ -46,8 +46,12 @@ func decodeBody(r *http.Request, dst any, optional bool, types ...string) error 
 // UTF-8 all the same), sent as it is: a Content-Encoding other than
 // identity (a gzip body was refused as malformed JSON, 400) is 415 with
 // Accept-Encoding: identity, as RFC 9110 answers a content coding the
-// server does not take.
+// server does not take. Content-Type sent twice is 415 too: which one
+// counts would depend on the proxies on the way (the first was taken).
 func checkContentType(r *http.Request, types []string) error {
+	if n := len(r.Header.Values("Content-Type")); n > 1 {
+		return fmt.Errorf("content-Type sent %d times: send it once: %w", n, errUnsupportedMedia)
+	}
 	for _, ce := range r.Header.Values("Content-Encoding") {
 		for _, c := range strings.Split(ce, ",") {
 			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {

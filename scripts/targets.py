@@ -25,6 +25,7 @@ import re
 import statistics
 import sys
 
+sys.dont_write_bytecode = True  # no scripts/__pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capacity import ROOT, Inputs, run_log  # noqa: E402
 

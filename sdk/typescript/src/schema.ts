@@ -2638,7 +2638,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `UNSUPPORTED_MEDIA_TYPE`: the Content-Type is not one this route accepts, its charset is not UTF-8, or the body has a Content-Encoding other than identity. */
+        /** @description `UNSUPPORTED_MEDIA_TYPE`: the Content-Type is not one this route accepts, is sent more than once, or names a charset other than UTF-8, or the body has a Content-Encoding other than identity. */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
