@@ -25,24 +25,26 @@ func TestTicketsOverHTTP(t *testing.T) {
 			name  string
 			body  any
 			field string
+			says  string // in the error's text, when set
 		}{
-			{"no mode", map[string]any{"regions": []string{"eu"}}, "mode"},
-			{"no regions", map[string]any{"mode": "duel"}, "regions"},
-			{"bad region", map[string]any{"mode": "duel", "regions": []string{"EU"}}, "regions.0"},
-			{"repeated region", map[string]any{"mode": "duel", "regions": []string{"eu", "eu"}}, "regions.1"},
-			{"rating too big", map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 2e9}, "rating"},
-			{"self in party", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{aliceID}}, "partyUserIds.0"},
-			{"party past a team", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"x", "y"}}, "partyUserIds"},
-			{"bad attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"a": []int{1}}}, "attributes.a"},
+			{"no mode", map[string]any{"regions": []string{"eu"}}, "mode", ""},
+			{"no regions", map[string]any{"mode": "duel"}, "regions", ""},
+			{"bad region", map[string]any{"mode": "duel", "regions": []string{"EU"}}, "regions.0", ""},
+			{"repeated region", map[string]any{"mode": "duel", "regions": []string{"eu", "eu"}}, "regions.1", ""},
+			{"rating too big", map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 2e9}, "rating", ""},
+			{"self in party", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{aliceID}}, "partyUserIds.0", ""},
+			{"party past a team", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"x", "y"}}, "partyUserIds", ""},
+			{"bad attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"a": []int{1}}}, "attributes.a", "must be a string"},
+			{"bad attribute name", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"a-b": 1}}, "attributes.a-b", "is no attribute name"},
 			// user ids outside the grammar every route takes, and a number
 			// longer than room attributes take (64 characters)
-			{"party id with a space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a b"}}, "partyUserIds.0"},
-			{"party id with a comma", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a,b"}}, "partyUserIds.0"},
-			{"party id with a no-break space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a\u00a0b"}}, "partyUserIds.0"},
-			{"party id with a zero-width space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a\u200bb"}}, "partyUserIds.0"},
-			{"party id of 200 bytes", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{strings.Repeat("é", 100)}}, "partyUserIds.0"},
-			{"69-digit attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"x": json.Number("1" + strings.Repeat("0", 68))}}, "attributes.x"},
-			{"unknown field", map[string]any{"mode": "duel", "region": "eu"}, "region"},
+			{"party id with a space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a b"}}, "partyUserIds.0", ""},
+			{"party id with a comma", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a,b"}}, "partyUserIds.0", ""},
+			{"party id with a no-break space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a\u00a0b"}}, "partyUserIds.0", ""},
+			{"party id with a zero-width space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a\u200bb"}}, "partyUserIds.0", ""},
+			{"party id of 200 bytes", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{strings.Repeat("é", 100)}}, "partyUserIds.0", ""},
+			{"69-digit attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"x": json.Number("1" + strings.Repeat("0", 68))}}, "attributes.x", ""},
+			{"unknown field", map[string]any{"mode": "duel", "region": "eu"}, "region", ""},
 		}
 		for _, c := range bad {
 			t.Run(c.name, func(t *testing.T) {
@@ -50,6 +52,9 @@ func TestTicketsOverHTTP(t *testing.T) {
 				want(t, r, 422, "VALIDATION_FAILED")
 				if !strings.Contains(r.raw, `"field":"`+c.field+`"`) {
 					t.Errorf("errors do not name %s: %s", c.field, r.raw)
+				}
+				if !strings.Contains(r.raw, c.says) {
+					t.Errorf("errors do not say %q: %s", c.says, r.raw)
 				}
 			})
 		}

@@ -520,8 +520,10 @@ func (s *Service) validate(u rooms.User, p TicketParams, r Rules) error {
 		bad("attributes", "at most %d attributes", MaxTicketAttributes)
 	}
 	for k, v := range p.Attributes {
-		if !validAttr(k, v) {
-			bad("attributes."+k, "must be a key of 1..32 letters, digits or _ (a letter first) with a string (≤ 128 characters), a finite number (≤ 64 characters) or a boolean")
+		if !attrRe.MatchString(k) {
+			bad("attributes."+k, "is no attribute name: 1..32 letters, digits or _, a letter first")
+		} else if !validAttrValue(v) {
+			bad("attributes."+k, "must be a string (≤ 128 characters), a finite number (≤ 64 characters) or a boolean")
 		}
 	}
 	for i, a := range r.Attributes {
@@ -570,14 +572,11 @@ func rangeText(a Attribute) string {
 	return "[" + lo + ", " + hi + "]"
 }
 
-// validAttr reports whether k and v may be a ticket's attribute: k of the
-// rules' attribute-name form, v a boolean or what a room attribute may
-// hold (rooms.ValidAttrValue: a string of at most 128 characters, a
-// finite number of at most 64 characters).
-func validAttr(k string, v any) bool {
-	if !attrRe.MatchString(k) {
-		return false
-	}
+// validAttrValue reports whether v may be a ticket attribute's value (its
+// name is of the rules' attribute-name form, attrRe): a boolean or what a
+// room attribute may hold (rooms.ValidAttrValue: a string of at most 128
+// characters, a finite number of at most 64 characters).
+func validAttrValue(v any) bool {
 	_, isBool := v.(bool)
 	return isBool || rooms.ValidAttrValue(v)
 }
