@@ -456,8 +456,8 @@ func hangUpAfter(h *atomic.Pointer[hangUp]) redistest.Around {
 	}
 }
 
-// heldValue is a holdings entry's value, "<o|m>:<µs>".
-var heldValue = regexp.MustCompile(`^[om]:[0-9]+$`)
+// heldValue is a holdings entry's value, "<o|m>:<stamp>[:<last reservation>]".
+var heldValue = regexp.MustCompile(`^[om]:[0-9]+(:[0-9]+)?$`)
 
 // reservedFor: c, a call on uid's holdings (the quick-join's lock among
 // them), made a reservation (its reply holds the entry's value).
@@ -801,5 +801,107 @@ func TestRejoinOfUnknownOutcomeKeepsItsEntry(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A reservation of a room held already keeps the entry's stamp (for the
+// corrections that compare it) but is in flight all the same: u's entry
+// of room id outlives u's membership (a leave whose correction was lost;
+// likewise a janitor's removal or a kick whose correction was lost, until
+// the janitor's next visit) and is older than InFlight. u joins id again
+// and, at once, another room at a joined-rooms quota of 1: the recheck
+// must see the rejoin's reservation as in flight (its time, after the
+// stamp) and refuse, or the rejoin puts u back in id after the other join
+// passed: two rooms (a reviewer's find against a first version, 2230787,
+// which kept the stamp and nothing else).
+func TestRejoinOfAStaleEntryIsInFlightForARecheck(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+			u, o := user(1), user(900)
+			id := mustCreate(t, s2, o, spread(0)).Room.ID
+			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+			mustJoin(t, s2, u, id)
+			if _, err := s2.LeaveSlowly(ctx, u, id); err != nil { // its correction lost
+				t.Fatal(err)
+			}
+			if err := s2.AgeHoldings(ctx, u.ID, 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			var armed atomic.Bool
+			reached, release := make(chan struct{}), make(chan struct{})
+			s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, nil))
+			armed.Store(true)
+			done := make(chan error, 1)
+			go func() { _, err := s1.Join(ctx, u, id); done <- err }()
+			<-reached // the rejoin's reservation made, its script held
+			_, errOther := s2.Join(batch.Unbatched(ctx), u, other)
+			close(release)
+			errRejoin := <-done
+			real := reality(t, s2, u)
+			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || errRejoin != nil || len(real) != 1 || real[id] == "" {
+				t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
+			}
+			holdsExactly(t, s2, u)
+		})
+	}
+}
+
+// The same through the janitor: u was kicked and the kick's correction
+// lost (its reply), so the room listed u's entry ("r") for the janitor's
+// next visit; the entry is older than InFlight. u joins the room again;
+// the janitor visits between the rejoin's reservation and its script and
+// finds u not in the room: it must keep the entry as too young (the
+// rejoin's time) and requeue it, so that u's join elsewhere at the
+// joined-rooms quota of 1 is refused (the reviewer's second find against
+// 2230787: the visit dropped it by its old stamp, and u ended in two
+// rooms).
+func TestRejoinOfAStaleEntryIsInFlightForTheJanitor(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+			u, o := user(1), user(900)
+			id := mustCreate(t, s2, o, spread(0)).Room.ID
+			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+			uj := mustJoin(t, s2, u, id)
+			var lost atomic.Bool
+			s2.Client().AddHook(lostUserScript(o.ID, &lost))
+			lost.Store(true)
+			if err := s2.Kick(ctx, o, id, uj.PlayerID); err == nil {
+				t.Fatal("the kick's reply was not lost")
+			}
+			if real := reality(t, s2, u); len(real) != 0 {
+				t.Fatalf("u is in %v after the kick", real)
+			}
+			if l := unheld(t, s2); len(l) == 0 {
+				t.Fatal("the kick listed nothing for the janitor")
+			}
+			if err := s2.AgeHoldings(ctx, u.ID, 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			var armed atomic.Bool
+			reached, release := make(chan struct{}), make(chan struct{})
+			s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, nil))
+			armed.Store(true)
+			done := make(chan error, 1)
+			go func() { _, err := s1.Join(ctx, u, id); done <- err }()
+			<-reached // the rejoin's reservation made, its script held
+			uctx := batch.Unbatched(ctx)
+			for shard := range 8 {
+				if _, err := s2.Sweep(uctx, shard, "test", time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, errOther := s2.Join(uctx, u, other)
+			close(release)
+			errRejoin := <-done
+			real := reality(t, s2, u)
+			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || errRejoin != nil || len(real) != 1 || real[id] == "" {
+				t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
+			}
+			holdsExactly(t, s2, u)
+		})
 	}
 }

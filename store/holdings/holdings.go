@@ -9,13 +9,16 @@
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner;
 // a kick or ban drops the kicked user's entry the same way (Left, with the
-// value read before the kick). A join's reservation of a room held
-// already keeps the entry's stamp, which a leave or kick racing it may
-// have read. A join that added the user to a room held already (a retry
-// racing a leave of the same room), or whose outcome is unknown, stamps
-// its entry anew after its script (Record), so a correction that read the
-// old stamp keeps it; one that found the user a member stamps nothing, and
-// a leave racing it, whether it read the entry before or after the join's
+// value read before the kick). An entry holds two times: its stamp, which
+// corrections compare, and its last reservation's, which they age (a
+// reservation younger than InFlight may be in flight, and is never
+// dropped). A join's reservation of a room held already keeps the stamp,
+// which a leave or kick racing it may have read, and sets its own time. A
+// join that added the user to a room held already (a retry racing a leave
+// of the same room), or whose outcome is unknown, stamps its entry anew
+// after its script (Record), so a correction that read the old stamp
+// keeps it; one that found the user a member stamps nothing, and a leave
+// racing it, whether it read the entry before or after the join's
 // reservation, drops the entry.
 //
 // Entries of rooms the user left otherwise (removed by the janitor, the
@@ -116,8 +119,8 @@ type Hold struct {
 }
 
 // HeldBefore reports whether r found its room held already (the user in
-// it, or left it a moment ago): the entry was kept as it was, stamp and
-// all (a correction that read the stamp compares it), not made.
+// it, or left it a moment ago): the entry kept its stamp (a correction
+// that read it compares it) and took r's time (in flight), not made.
 func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 
 // Reserve records that uid is about to be in room (as its owner when
@@ -350,8 +353,9 @@ func (h *Holdings) recheck(ctx context.Context, uid, key string, now int64, entr
 		id, _ := entries[i].(string)
 		v, _ := entries[i+1].(string)
 		held[id] = true
-		_, stamp, ok := strings.Cut(v, ":")
-		if id == "#" || !ok || redisx.Int(stamp) > now-InFlight.Microseconds() {
+		// aged by its last reservation (the value's last number)
+		i := strings.LastIndexByte(v, ':')
+		if id == "#" || i < 0 || redisx.Int(v[i+1:]) > now-InFlight.Microseconds() {
 			continue
 		}
 		if isPlaceholder(id) { // a quick-join's reservation it never turned into its room's

@@ -5,7 +5,11 @@
 -- of the user goes through this one key, in the user's own slot.
 -- No prelude.
 -- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built;
---         roomId -> "<o|m>:<µs of the last reservation>", o: owned)
+--         roomId -> "<o|m>:<stamp>[:<µs of the last reservation>]", o:
+--         owned; the stamp, µs when the entry was made or last recorded
+--         (renew), is what corrections compare (holdings_release); the
+--         last reservation's time, the stamp when absent, is what they
+--         age: a reservation in flight is never dropped)
 -- ARGV[1] room id, or "": only check that the user may take one more room
 --         as role (the same answers; nothing reserved, but a cold key is
 --         built from the seed)
@@ -17,7 +21,7 @@
 --         entry); "": it keeps its stamp (a reservation before the room
 --         script: a leave or kick that read the stamp, and whose script
 --         runs after a join of a user found a member already, still
---         drops the entry)
+--         drops the entry) and gets this reservation's time
 -- ARGV[7] "seed" when ARGV[8..] follow, else ""
 -- ARGV[8..] roomId, role pairs the user holds, read from the rooms, to
 --           build a missing key from (only when it is still missing)
@@ -42,9 +46,9 @@ local cur = room ~= '' and redis.call('HGET', key, room)
 if cur then
   local r = string.sub(cur, 1, 1)
   if role == 'o' then r = 'o' end
-  local v = r .. string.sub(cur, 2)
-  if ARGV[6] == 'renew' then v = r .. ':' .. now end
-  if v ~= cur then redis.call('HSET', key, room, v) end
+  local v = r .. ':' .. now
+  if ARGV[6] ~= 'renew' then v = r .. ':' .. (string.match(cur, '^.:(%d+)') or now) .. ':' .. now end
+  redis.call('HSET', key, room, v)
   redis.call('PEXPIRE', key, ttl)
   return {'OK', v, '0'}
 end
