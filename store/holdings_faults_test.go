@@ -580,6 +580,53 @@ func holdUserScript(uid string, armed *atomic.Bool, before bool, reached, releas
 	}
 }
 
+// rejoinRace is the setting of the rejoin races below, over two
+// instances (one store on the embedded backend): u in room id (owned by
+// o) at a joined-rooms quota of 1, u's entry given an earlier stamp
+// (distinct whatever the clock's grain), and room other to join
+// elsewhere.
+type rejoinRace struct {
+	ctx       context.Context
+	s1, s2    *store.Store
+	u, o      rooms.User
+	id, other string
+	uj        rooms.Joined
+}
+
+func newRejoinRace(t *testing.T, b redistest.Backend) rejoinRace {
+	t.Helper()
+	r := rejoinRace{ctx: context.Background(), u: user(1), o: user(900)}
+	r.s1, r.s2 = quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+	r.id = mustCreate(t, r.s2, r.o, spread(0)).Room.ID
+	r.other = mustCreate(t, r.s2, user(901), spread(1)).Room.ID
+	r.uj = mustJoin(t, r.s2, r.u, r.id)
+	if err := r.s2.AgeHoldings(r.ctx, r.u.ID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// hold holds uid's next room script on s (holdUserScript: before it is
+// sent, or after its reply) and returns once it is held, with the
+// function that lets it go.
+func hold(s *store.Store, uid string, before bool, after func([]redis.Cmder) error, run func()) (release func()) {
+	var armed atomic.Bool
+	reached, rel := make(chan struct{}), make(chan struct{})
+	s.Client().AddHook(holdUserScript(uid, &armed, before, reached, rel, after))
+	armed.Store(true)
+	go run()
+	<-reached
+	return func() { close(rel) }
+}
+
+// removeU is a leave of u, or o's kick of u.
+func (r rejoinRace) removeU(s *store.Store, kick bool) error {
+	if kick {
+		return s.Kick(r.ctx, r.o, r.id, r.uj.PlayerID)
+	}
+	return s.Leave(r.ctx, r.u, r.id)
+}
+
 // A join of a room the user is in already (a retry, a second tab) whose
 // reservation re-stamps the entry before a leave or kick reads it, and
 // whose script runs after theirs: the correction drops the re-stamped
@@ -649,38 +696,22 @@ func TestRejoinRunFirstLeavesNoEntry(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		for _, kick := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/kick=%v", b.Name, kick), func(t *testing.T) {
-				ctx := context.Background()
-				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-				u, o := user(1), user(900)
-				id := mustCreate(t, s2, o, spread(0)).Room.ID
-				other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-				uj := mustJoin(t, s2, u, id)
-				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil { // a distinct earlier stamp
-					t.Fatal(err)
-				}
-				var armed atomic.Bool
-				reached, release := make(chan struct{}), make(chan struct{})
-				s1.Client().AddHook(holdUserScript(u.ID, &armed, false, reached, release, nil))
-				armed.Store(true)
+				r := newRejoinRace(t, b)
 				done := make(chan error, 1)
-				go func() { _, err := s1.Join(ctx, u, id); done <- err }()
-				<-reached // the join's script ran (u was in: nothing changed), its reply held
-				if kick {
-					if err := s2.Kick(ctx, o, id, uj.PlayerID); err != nil {
-						t.Fatal(err)
-					}
-				} else if err := s2.Leave(ctx, u, id); err != nil {
+				release := hold(r.s1, r.u.ID, false, nil, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); done <- err })
+				// the join's script ran (u was in: nothing changed), its reply held
+				if err := r.removeU(r.s2, kick); err != nil {
 					t.Fatal(err)
 				}
-				close(release)
+				release()
 				if err := <-done; err != nil {
 					t.Fatalf("join: %v", err)
 				}
-				if real := reality(t, s2, u); len(real) != 0 {
+				if real := reality(t, r.s2, r.u); len(real) != 0 {
 					t.Fatalf("u is in %v", real)
 				}
-				holdsExactly(t, s2, u)
-				if _, err := s2.Join(ctx, u, other); err != nil {
+				holdsExactly(t, r.s2, r.u)
+				if _, err := r.s2.Join(r.ctx, r.u, r.other); err != nil {
 					t.Errorf("join elsewhere right after the leave or kick: %v", err)
 				}
 			})
@@ -700,46 +731,28 @@ func TestRejoinBetweenALeavesReadAndItsScriptLeavesNoEntry(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		for _, kick := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/kick=%v", b.Name, kick), func(t *testing.T) {
-				ctx := context.Background()
-				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-				u, o := user(1), user(900)
-				id := mustCreate(t, s2, o, spread(0)).Room.ID
-				other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-				uj := mustJoin(t, s2, u, id)
-				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil { // a distinct earlier stamp
-					t.Fatal(err)
-				}
-				remover := u
+				r := newRejoinRace(t, b)
+				remover := r.u
 				if kick {
-					remover = o
+					remover = r.o
 				}
-				var armed atomic.Bool
-				reached, release := make(chan struct{}), make(chan struct{})
-				s2.Client().AddHook(holdUserScript(remover.ID, &armed, true, reached, release, nil))
-				armed.Store(true)
 				done := make(chan error, 1)
-				go func() {
-					if kick {
-						done <- s2.Kick(ctx, o, id, uj.PlayerID)
-					} else {
-						done <- s2.Leave(ctx, u, id)
-					}
-				}()
-				<-reached // the entry read, the leave's or kick's script held
+				release := hold(r.s2, remover.ID, true, nil, func() { done <- r.removeU(r.s2, kick) })
+				// the entry read, the leave's or kick's script held;
 				// unbatched: the embedded store is one store for both
 				// instances, whose script lane the held script holds
-				if _, err := s1.Join(batch.Unbatched(ctx), u, id); err != nil {
+				if _, err := r.s1.Join(batch.Unbatched(r.ctx), r.u, r.id); err != nil {
 					t.Fatalf("the retried join: %v", err)
 				}
-				close(release)
+				release()
 				if err := <-done; err != nil {
 					t.Fatal(err)
 				}
-				if real := reality(t, s2, u); len(real) != 0 {
+				if real := reality(t, r.s2, r.u); len(real) != 0 {
 					t.Fatalf("u is in %v", real)
 				}
-				holdsExactly(t, s2, u)
-				if _, err := s2.Join(ctx, u, other); err != nil {
+				holdsExactly(t, r.s2, r.u)
+				if _, err := r.s2.Join(r.ctx, r.u, r.other); err != nil {
 					t.Errorf("join elsewhere right after the leave or kick: %v", err)
 				}
 			})
@@ -758,16 +771,8 @@ func TestRejoinOfUnknownOutcomeKeepsItsEntry(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		for _, mode := range []string{"lostReply", "hungUp"} {
 			t.Run(b.Name+"/"+mode, func(t *testing.T) {
-				ctx := context.Background()
-				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-				u, o := user(1), user(900)
-				id := mustCreate(t, s2, o, spread(0)).Room.ID
-				other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-				mustJoin(t, s2, u, id)
-				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil {
-					t.Fatal(err)
-				}
-				jctx, cancel := context.WithCancel(ctx)
+				r := newRejoinRace(t, b)
+				jctx, cancel := context.WithCancel(r.ctx)
 				defer cancel()
 				after := func(cmds []redis.Cmder) error {
 					if mode == "hungUp" {
@@ -780,24 +785,19 @@ func TestRejoinOfUnknownOutcomeKeepsItsEntry(t *testing.T) {
 					}
 					return timeout
 				}
-				var armed atomic.Bool
-				reached, release := make(chan struct{}), make(chan struct{})
-				s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, after))
-				armed.Store(true)
 				done := make(chan error, 1)
-				go func() { _, err := s1.Join(jctx, u, id); done <- err }()
-				<-reached
-				if err := s2.Leave(ctx, u, id); err != nil {
+				release := hold(r.s1, r.u.ID, true, after, func() { _, err := r.s1.Join(jctx, r.u, r.id); done <- err })
+				if err := r.s2.Leave(r.ctx, r.u, r.id); err != nil {
 					t.Fatal(err)
 				}
-				close(release)
+				release()
 				<-done // an error or not: the outcome is the room's
-				if real := reality(t, s2, u); len(real) != 1 {
-					t.Fatalf("u is in %v, want %s", real, id)
+				if real := reality(t, r.s2, r.u); len(real) != 1 {
+					t.Fatalf("u is in %v, want %s", real, r.id)
 				}
-				holdsExactly(t, s2, u)
-				if _, err := s2.Join(ctx, u, other); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
-					t.Errorf("a second room at a joined-rooms quota of 1: %v (u in %v)", err, reality(t, s2, u))
+				holdsExactly(t, r.s2, r.u)
+				if _, err := r.s2.Join(r.ctx, r.u, r.other); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+					t.Errorf("a second room at a joined-rooms quota of 1: %v (u in %v)", err, reality(t, r.s2, r.u))
 				}
 			})
 		}
@@ -817,33 +817,11 @@ func TestRejoinOfUnknownOutcomeKeepsItsEntry(t *testing.T) {
 func TestRejoinOfAStaleEntryIsInFlightForARecheck(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-			u, o := user(1), user(900)
-			id := mustCreate(t, s2, o, spread(0)).Room.ID
-			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-			mustJoin(t, s2, u, id)
-			if _, err := s2.LeaveSlowly(ctx, u, id); err != nil { // its correction lost
+			r := newRejoinRace(t, b)
+			if _, err := r.s2.LeaveSlowly(r.ctx, r.u, r.id); err != nil { // its correction lost
 				t.Fatal(err)
 			}
-			if err := s2.AgeHoldings(ctx, u.ID, 2*time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			var armed atomic.Bool
-			reached, release := make(chan struct{}), make(chan struct{})
-			s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, nil))
-			armed.Store(true)
-			done := make(chan error, 1)
-			go func() { _, err := s1.Join(ctx, u, id); done <- err }()
-			<-reached // the rejoin's reservation made, its script held
-			_, errOther := s2.Join(batch.Unbatched(ctx), u, other)
-			close(release)
-			errRejoin := <-done
-			real := reality(t, s2, u)
-			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || errRejoin != nil || len(real) != 1 || real[id] == "" {
-				t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
-			}
-			holdsExactly(t, s2, u)
+			r.rejoinWhile(t, func(ctx context.Context) {})
 		})
 	}
 }
@@ -860,48 +838,50 @@ func TestRejoinOfAStaleEntryIsInFlightForARecheck(t *testing.T) {
 func TestRejoinOfAStaleEntryIsInFlightForTheJanitor(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-			u, o := user(1), user(900)
-			id := mustCreate(t, s2, o, spread(0)).Room.ID
-			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-			uj := mustJoin(t, s2, u, id)
+			r := newRejoinRace(t, b)
 			var lost atomic.Bool
-			s2.Client().AddHook(lostUserScript(o.ID, &lost))
+			r.s2.Client().AddHook(lostUserScript(r.o.ID, &lost))
 			lost.Store(true)
-			if err := s2.Kick(ctx, o, id, uj.PlayerID); err == nil {
+			if err := r.removeU(r.s2, true); err == nil {
 				t.Fatal("the kick's reply was not lost")
 			}
-			if real := reality(t, s2, u); len(real) != 0 {
+			if real := reality(t, r.s2, r.u); len(real) != 0 {
 				t.Fatalf("u is in %v after the kick", real)
 			}
-			if l := unheld(t, s2); len(l) == 0 {
+			if l := unheld(t, r.s2); len(l) == 0 {
 				t.Fatal("the kick listed nothing for the janitor")
 			}
-			if err := s2.AgeHoldings(ctx, u.ID, 2*time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			var armed atomic.Bool
-			reached, release := make(chan struct{}), make(chan struct{})
-			s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, nil))
-			armed.Store(true)
-			done := make(chan error, 1)
-			go func() { _, err := s1.Join(ctx, u, id); done <- err }()
-			<-reached // the rejoin's reservation made, its script held
-			uctx := batch.Unbatched(ctx)
-			for shard := range 8 {
-				if _, err := s2.Sweep(uctx, shard, "test", time.Millisecond); err != nil {
-					t.Fatal(err)
+			r.rejoinWhile(t, func(ctx context.Context) {
+				for shard := range 8 {
+					if _, err := r.s2.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			_, errOther := s2.Join(uctx, u, other)
-			close(release)
-			errRejoin := <-done
-			real := reality(t, s2, u)
-			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || errRejoin != nil || len(real) != 1 || real[id] == "" {
-				t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
-			}
-			holdsExactly(t, s2, u)
+			})
 		})
 	}
+}
+
+// rejoinWhile ages u's entry past InFlight (a room u is no longer in),
+// holds u's rejoin of id between its reservation and its script, runs
+// meanwhile (unbatched: the held script holds the embedded store's
+// script lane), and then a join of other, which the joined-rooms quota
+// of 1 must refuse: the rejoin, let go, puts u back in id.
+func (r rejoinRace) rejoinWhile(t *testing.T, meanwhile func(context.Context)) {
+	t.Helper()
+	if err := r.s2.AgeHoldings(r.ctx, r.u.ID, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	release := hold(r.s1, r.u.ID, true, nil, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); done <- err })
+	uctx := batch.Unbatched(r.ctx)
+	meanwhile(uctx)
+	_, errOther := r.s2.Join(uctx, r.u, r.other)
+	release()
+	errRejoin := <-done
+	real := reality(t, r.s2, r.u)
+	if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || errRejoin != nil || len(real) != 1 || real[r.id] == "" {
+		t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
+	}
+	holdsExactly(t, r.s2, r.u)
 }
