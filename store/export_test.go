@@ -101,12 +101,9 @@ func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) er
 		return err
 	}
 	for k, v := range h {
-		if f := strings.Split(v, ":"); len(f) > 1 { // the role, the stamp and the last reservation's time
-			for i := 1; i < len(f); i++ {
-				n, _ := strconv.ParseInt(f[i], 10, 64)
-				f[i] = strconv.FormatInt(n-d.Microseconds(), 10)
-			}
-			if err := s.client.HSet(ctx, key, k, strings.Join(f, ":")).Err(); err != nil {
+		if role, stamp, ok := strings.Cut(v, ":"); ok {
+			n, _ := strconv.ParseInt(stamp, 10, 64)
+			if err := s.client.HSet(ctx, key, k, role+":"+strconv.FormatInt(n-d.Microseconds(), 10)).Err(); err != nil {
 				return err
 			}
 		}

@@ -196,9 +196,8 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	if err != nil {
 		return err
 	}
-	// whose holdings entry goes, as read before the script: a re-join that
-	// put the user back meanwhile stamps it anew and it is kept
-	// (holdings.Left)
+	// whose holdings entry goes, as read before the script: a reservation
+	// made meanwhile (a re-join) re-stamps it and is kept (holdings.Left)
 	leaver, before := c, ""
 	if target != "" {
 		leaver = s.userOfPlayer(ctx, shard, id, target)

@@ -31,21 +31,19 @@ var (
 
 // reserveCall is holdings_reserve.lua: the user of key is about to be in
 // room as role ("o" owner, "m" member), within owned and joined (0 no
-// limit); renew stamps an entry held already anew (else it keeps its
-// stamp); seed (roomId, role pairs) rebuilds a cold key.
+// limit); seed (roomId, role pairs) rebuilds a cold key.
 type reserveCall struct {
 	key, room, role string
 	owned, joined   int
 	ttlMs           int64
-	renew           bool
 	seed            []any
 }
 
 func (reserveCall) Script() *redisx.Script { return holdingsReserve }
 func (c reserveCall) KeysArgs() ([]string, []any) {
-	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, map[bool]string{true: "renew"}[c.renew], ""}
+	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, ""}
 	if c.seed != nil {
-		args[6] = "seed"
+		args[5] = "seed"
 		args = append(args, c.seed...)
 	}
 	return []string{c.key}, args

@@ -9,17 +9,11 @@
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner;
 // a kick or ban drops the kicked user's entry the same way (Left, with the
-// value read before the kick). An entry holds two times: its stamp, which
-// corrections compare, and its last reservation's, which they age (a
-// reservation younger than InFlight may be in flight, and is never
-// dropped). A join's reservation of a room held already keeps the stamp,
-// which a leave or kick racing it may have read, and sets its own time. A
-// join that added the user to a room held already (a retry racing a leave
-// of the same room), or whose outcome is unknown, stamps its entry anew
-// after its script (Record), so a correction that read the old stamp
-// keeps it; one that found the user a member stamps nothing, and a leave
-// racing it, whether it read the entry before or after the join's
-// reservation, drops the entry.
+// value read before the kick). A join that added the user to a room held
+// already (a retry racing a leave of the same room), or whose outcome is
+// unknown, stamps its entry anew after its script, so a correction that
+// read the join's first stamp keeps it; one that found the user a member
+// stamps nothing, and a leave after it drops the entry.
 //
 // Entries of rooms the user left otherwise (removed by the janitor, the
 // room closed, or a kick whose own correction was lost) are listed by the room script in the room's
@@ -119,8 +113,7 @@ type Hold struct {
 }
 
 // HeldBefore reports whether r found its room held already (the user in
-// it, or left it a moment ago): the entry kept its stamp (a correction
-// that read it compares it) and took r's time (in flight), not made.
+// it, or left it a moment ago): its stamp was renewed, not made.
 func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 
 // Reserve records that uid is about to be in room (as its owner when
@@ -128,7 +121,7 @@ func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 // rooms.ErrJoinedRoomsLimit when that would exceed a limit even after the
 // holdings were checked against the rooms.
 func (h *Holdings) Reserve(ctx context.Context, uid, room string, owner bool) (Hold, error) {
-	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined, false)
+	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined)
 }
 
 // Check reports whether uid may be in one more room (as its owner when
@@ -142,14 +135,12 @@ func (h *Holdings) Check(ctx context.Context, uid string, owner bool) error {
 
 // Record is Reserve past the limits, for a room uid is in already or that
 // was made for uid (a match room): holdings that missed it would let uid
-// past the limits later. An entry held already is stamped anew, so that a
-// correction that read its old stamp (a leave racing the join that
-// records) keeps it.
+// past the limits later.
 func (h *Holdings) Record(ctx context.Context, uid, room string, owner bool) (Hold, error) {
-	return h.reserve(ctx, uid, room, owner, 0, 0, true)
+	return h.reserve(ctx, uid, room, owner, 0, 0)
 }
 
-func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int, renew bool) (Hold, error) {
+func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int) (Hold, error) {
 	if !h.On() {
 		return Hold{}, nil
 	}
@@ -157,7 +148,7 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 	var seed []any
 	checked := false
 	for range 3 {
-		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, renew, seed)).Result()
+		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, seed)).Result()
 		if err != nil {
 			return Hold{}, redisx.Wrap(err)
 		}
@@ -201,9 +192,9 @@ func (h *Holdings) Release(ctx context.Context, r Hold) {
 }
 
 // reserveCall is holdings_reserve.lua's call reserving room for uid.
-func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, renew bool, seed []any) reserveCall {
+func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, seed []any) reserveCall {
 	return reserveCall{key: h.Key(uid), room: room, role: map[bool]string{true: "o", false: "m"}[owner],
-		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), renew: renew, seed: seed}
+		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), seed: seed}
 }
 
 // held is the reservation of room in key that reply, holdings_reserve's
@@ -228,7 +219,7 @@ func (h *Holdings) ReservePlaceholder(ctx context.Context, uid, ph string, creat
 			return r, true, err
 		}
 	}
-	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined, false)
+	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined)
 	return r, false, err
 }
 
@@ -241,7 +232,7 @@ func (h *Holdings) PlaceholderTry(uid, ph string, create bool) (key string, args
 	if create {
 		maxOwned = h.cfg.Owned
 	}
-	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, false, nil).KeysArgs()
+	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, nil).KeysArgs()
 	return keys[0], args
 }
 
@@ -353,9 +344,8 @@ func (h *Holdings) recheck(ctx context.Context, uid, key string, now int64, entr
 		id, _ := entries[i].(string)
 		v, _ := entries[i+1].(string)
 		held[id] = true
-		// aged by its last reservation (the value's last number)
-		i := strings.LastIndexByte(v, ':')
-		if id == "#" || i < 0 || redisx.Int(v[i+1:]) > now-InFlight.Microseconds() {
+		_, stamp, ok := strings.Cut(v, ":")
+		if id == "#" || !ok || redisx.Int(stamp) > now-InFlight.Microseconds() {
 			continue
 		}
 		if isPlaceholder(id) { // a quick-join's reservation it never turned into its room's

@@ -3,23 +3,21 @@
 -- reservation whose room script failed, sets the role of rooms whose
 -- ownership changed, and adds rooms the user is in that the holdings lack.
 -- An entry is only changed when it still holds the reservation the caller
--- read (its stamp, the first number: the role may have changed since, when
--- ownership passed on, and a reservation of the room held already adds its
--- own time after the stamp), so an entry recorded meanwhile is never lost. A key left with no
+-- read (its stamp: the role may have changed since, when ownership passed
+-- on), so a reservation made meanwhile is never lost. A key left with no
 -- room keeps its "#" marker until it expires (an hour after the user's
 -- last reservation): it still says "in no room", so the user's next create
 -- or join reads this key alone instead of rebuilding it from every shard's
 -- user index.
 -- No prelude.
 -- KEYS[1] the user's holdings
--- ARGV[3i-2] room id  ARGV[3i-1] the value read: only its stamp (the
---         number after the first ":") is compared; "*" any; "+" none: add the entry, with
+-- ARGV[3i-2] room id  ARGV[3i-1] the value read: only its stamp (after
+--         the ":") is compared; "*" any; "+" none: add the entry, with
 --         this node's time as its stamp, when the room has none (the key
 --         must exist)
 -- ARGV[3i] "" to drop the entry, the role to set ("o" or "m"), or "-<µs>"
---         to drop it only if its last reservation (the last number) is at
---         least that old by this node's clock (older than any room script
---         in flight)
+--         to drop it only if its last reservation is at least that old by
+--         this node's clock (older than any room script in flight)
 -- Reply: {"OK", entries changed, entries kept for being too young}
 local key, changed, young, T = KEYS[1], 0, 0, nil
 for i = 1, #ARGV - 2, 3 do
@@ -42,7 +40,7 @@ for i = 1, #ARGV - 2, 3 do
       young = young + 1
     end
   end
-  if cur and (seen == '*' or string.match(cur, '^[^:]*:(%d+)') == string.match(seen, '^[^:]*:(%d+)')) then
+  if cur and (seen == '*' or string.match(cur, ':(%d+)$') == string.match(seen, ':(%d+)$')) then
     if to == '' or min_age then
       redis.call('HDEL', key, room)
     else

@@ -5,25 +5,14 @@
 -- of the user goes through this one key, in the user's own slot.
 -- No prelude.
 -- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built;
---         roomId -> "<o|m>:<stamp>[:<µs of the last reservation>]", o:
---         owned; the stamp, µs when the entry was made or last recorded
---         (renew), is what corrections compare (holdings_release); the
---         last reservation's time, the stamp when absent, is what they
---         age: a reservation in flight is never dropped)
+--         roomId -> "<o|m>:<µs of the last reservation>", o: owned)
 -- ARGV[1] room id, or "": only check that the user may take one more room
 --         as role (the same answers; nothing reserved, but a cold key is
 --         built from the seed)
 -- ARGV[2] role: "o" (the user creates it) or "m"
 -- ARGV[3] rooms owned at most (0: no limit)  ARGV[4] rooms joined at most
--- ARGV[5] the key's TTL (ms)
--- ARGV[6] "renew": a room held already gets a new stamp (a record after the
---         room script: a correction that read the old stamp keeps the
---         entry); "": it keeps its stamp (a reservation before the room
---         script: a leave or kick that read the stamp, and whose script
---         runs after a join of a user found a member already, still
---         drops the entry) and gets this reservation's time
--- ARGV[7] "seed" when ARGV[8..] follow, else ""
--- ARGV[8..] roomId, role pairs the user holds, read from the rooms, to
+-- ARGV[5] the key's TTL (ms)  ARGV[6] "seed" when ARGV[7..] follow, else ""
+-- ARGV[7..] roomId, role pairs the user holds, read from the rooms, to
 --           build a missing key from (only when it is still missing)
 -- Reply: {"OK", value written, "1" new | "0" held before} | {"COLD"} (no key:
 --        read the user's rooms and call again with the seed) |
@@ -35,9 +24,9 @@ local T = redis.call('TIME')
 local now = T[1] .. string.format('%06d', tonumber(T[2]))
 
 if redis.call('EXISTS', key) == 0 then
-  if ARGV[7] ~= 'seed' then return {'COLD'} end
+  if ARGV[6] ~= 'seed' then return {'COLD'} end
   redis.call('HSET', key, '#', '1')
-  for i = 8, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
+  for i = 7, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
   -- at once: a refusal below returns before the other PEXPIREs
   redis.call('PEXPIRE', key, ttl)
 end
@@ -47,7 +36,6 @@ if cur then
   local r = string.sub(cur, 1, 1)
   if role == 'o' then r = 'o' end
   local v = r .. ':' .. now
-  if ARGV[6] ~= 'renew' then v = r .. ':' .. (string.match(cur, '^.:(%d+)') or now) .. ':' .. now end
   redis.call('HSET', key, room, v)
   redis.call('PEXPIRE', key, ttl)
   return {'OK', v, '0'}
