@@ -27,10 +27,8 @@ import sys
 
 sys.dont_write_bytecode = True  # no scripts/__pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from capacity import ROOT, Inputs, run_log  # noqa: E402
+from capacity import REDIS_PER_REQ as REDIS_CPU, SERVER_PER_REQ as SERVER, ROOT, Inputs, run_log  # noqa: E402
 
-SERVER = r"server CPU \(pid \d+\): ([\d.]+) µs/request"
-REDIS_CPU = r"redis: .*?: ([\d.]+) µs CPU per request"
 REDIS_SCRIPTS = r"redis: .*?; scripts ([\d.]+) µs"
 PER_EVENT = r"server CPU .*?: ([\d.]+) µs per event delivered"
 PER_STREAM = r"server RSS .*?: ([\d.]+) KiB per stream"
@@ -64,12 +62,12 @@ def x(v):
     return f"{v:.2f}×"
 
 
-def ratio_rounds(r, a_titles, b_titles, pattern_a, pattern_b=None):
+def ratio_rounds(r, a_titles, b_titles, pattern):
     """Per round a / b, for the rounds the log has."""
     out = []
     for ta, tb in zip(a_titles, b_titles):
         if ta in r.i.secs or not r.i.smoke:
-            out.append(r.value(ta, pattern_a) / r.value(tb, pattern_b or pattern_a))
+            out.append(r.value(ta, pattern) / r.value(tb, pattern))
     return out
 
 
@@ -186,10 +184,7 @@ def item4(r):
 
 def item5(r):
     t = "quick-join + leave, 256 clients into one mode and region"
-    m = re.search(r"^\s+quickjoin\s+\d+\s+\d+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)", r.i.secs.get(t, ""), re.M)
-    if not m:
-        sys.exit(f"{r.i.path}, \"== {t}\": no quickjoin row")
-    p50, p99 = float(m.group(1)), float(m.group(2))
+    _, p50, p99 = op_row(r, t, "quickjoin")
     r.add("5", "quick-join p99 against its p50, 256 clients into one mode and region",
           f"p50 {p50:.2f} ms, p99 {p99:.2f} ms: {p99 / p50:.2f}×", "", "≤ 4", p99 <= 4 * p50,
           [f"{p99:.2f} ms", f"{p99 / p50:.2f}"], f"\"== {t}\"")
