@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-4s}
+# FUZZWORKERS: processes fuzzing at once (go test -parallel; default
+# GOMAXPROCS). CI (scripts/test.sh) gives 1: there the other lanes use the
+# other core, and two workers only took CPU from them.
+workers=()
+[ -z "${FUZZWORKERS:-}" ] || workers=(-parallel "$FUZZWORKERS")
 # The workers share inputs through a file in TMPDIR, written out to disk at
 # about 40 MiB/s of fuzzing: in memory when /dev/shm can take it (as
 # scripts/test.sh sets it for the whole suite).
@@ -30,7 +35,7 @@ targets=(
 # three runs in all (on a loaded machine two in a row were seen to hit it,
 # 2026-11-24); a written failing input, or any other failure, fails at once.
 fuzz_once() { # pkg name log
-  go test -run '^$' -fuzz "^${2}\$" -fuzztime "$fuzztime" "$1" >"$3" 2>&1
+  go test -run '^$' -fuzz "^${2}\$" -fuzztime "$fuzztime" "${workers[@]}" "$1" >"$3" 2>&1
 }
 inputs() { if [ -d "$1" ]; then ls "$1" | wc -l; else echo 0; fi; } # files in a corpus dir
 log=$(mktemp)

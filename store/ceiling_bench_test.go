@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"github.com/realsync/realsync/internal/redisinfo"
-
 	"context"
 	"os/exec"
 	"strconv"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/race"
+	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -41,7 +41,7 @@ func BenchmarkRedisCeiling(b *testing.B) {
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	calls := 100000
-	if testing.Short() { // CI runs every benchmark once, to keep it working
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
 		calls = 2000
 	}
 	for _, c := range []struct{ name, uid string }{{"join", "u-__rand_int__"}, {"patch", owner.ID}} {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/race"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -55,7 +56,7 @@ func BenchmarkRoomMemory(b *testing.B) {
 	time.Sleep(2 * time.Millisecond)
 	sweepIdle(1)
 	n := 2000
-	if testing.Short() { // CI runs every benchmark once, to keep it working
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
 		n = 50
 	}
 	before := used()
