@@ -163,13 +163,15 @@ go_tests() {
   # cmd/realsyncd's whole run (realsyncd and Redis processes too) used 79 s
   # of CPU in 271 s. The longest are named first: go test builds and runs
   # packages in the order given, and prints their results in that order.
-  # Each runs its benchmarks once too, after its tests (as the store lane
-  # does; a run of its own linked every test binary a second time: 110 s
-  # at the end of the lane); their result lines are counted, not shown.
+  # Each runs its benchmarks once too, after its tests, as the store lane
+  # does (a go test run of their own linked every test binary a second
+  # time: 110 s at the end of the lane). Asked for after -args, not with
+  # go test's -bench, which runs the packages one at a time (so that
+  # benchmarks do not share the machine): go test shows their lines only
+  # when the package fails.
   # shellcheck disable=SC2046 # one word per package
-  go test -race -count=1 -timeout 20m -p 3 -bench . -benchtime 1x ./cmd/realsyncd/ ./api/ ./store/tickets/ \
-    $(go list ./... | grep -vx 'github.com/realsync/realsync/store') |
-    awk '/^Benchmark.*\t/ { n++; next } /^(goos|goarch|pkg|cpu): / { next } { print } END { print "   (" n " benchmark lines)" }'
+  go test -race -count=1 -timeout 20m -p 3 ./cmd/realsyncd/ ./api/ ./store/tickets/ \
+    $(go list ./... | grep -vx 'github.com/realsync/realsync/store') -args -test.bench=. -test.benchtime=1x
 }
 sdk_tests() {
   # scripts/bench.sh's smoke run waits most of its 3 to 5 minutes (streams
