@@ -101,9 +101,10 @@ func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) er
 		return err
 	}
 	for k, v := range h {
-		if role, stamp, ok := strings.Cut(v, ":"); ok {
-			n, _ := strconv.ParseInt(stamp, 10, 64)
-			if err := s.client.HSet(ctx, key, k, role+":"+strconv.FormatInt(n-d.Microseconds(), 10)).Err(); err != nil {
+		if n, ok := holdings.Stamp(v); ok { // the stamp moved, the notes kept
+			i := strings.Index(v, ":") + 1
+			notes := v[i+len(strconv.FormatInt(n, 10)):]
+			if err := s.client.HSet(ctx, key, k, v[:i]+strconv.FormatInt(n-d.Microseconds(), 10)+notes).Err(); err != nil {
 				return err
 			}
 		}

@@ -620,11 +620,13 @@ func hold(s *store.Store, uid string, before bool, after func([]redis.Cmder) err
 }
 
 // removeU is a leave of u, or o's kick of u.
-func (r rejoinRace) removeU(s *store.Store, kick bool) error {
+func (r rejoinRace) removeU(s *store.Store, kick bool) error { return r.removeUCtx(r.ctx, s, kick) }
+
+func (r rejoinRace) removeUCtx(ctx context.Context, s *store.Store, kick bool) error {
 	if kick {
-		return s.Kick(r.ctx, r.o, r.id, r.uj.PlayerID)
+		return s.Kick(ctx, r.o, r.id, r.uj.PlayerID)
 	}
-	return s.Leave(r.ctx, r.u, r.id)
+	return s.Leave(ctx, r.u, r.id)
 }
 
 // A join of a room the user is in already (a retry, a second tab) whose
@@ -842,4 +844,346 @@ func (r rejoinRace) rejoinWhile(t *testing.T, meanwhile func(context.Context)) {
 		t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
 	}
 	holdsExactly(t, r.s2, r.u)
+}
+
+// A user's join of a room the user is in, racing a leave (or the owner's
+// kick) of it, the tester's find: the leave reads u's entry, the join
+// re-stamps it and its script finds u a member (nothing changed), then
+// the leave's script removes u and its correction runs. The join undoes
+// its re-stamp, so the correction, which read the value before, drops the
+// entry whether it runs after the undo ("undoFirst") or before it
+// ("correctionFirst": it notes the stamp it read on the re-stamped entry,
+// and the undo then drops it): u, in no room, may join another at once
+// at a joined-rooms quota of 1 (it was refused JOINED_ROOMS_LIMIT for up
+// to InFlight, a minute, before).
+func TestJoinRacingALeaveLeavesNoEntry(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, order := range []string{"undoFirst", "correctionFirst"} {
+			for _, kick := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/kick=%v", b.Name, order, kick), func(t *testing.T) {
+					r := newRejoinRace(t, b)
+					uctx := batch.Unbatched(r.ctx) // past the held leave's script lane
+					left, joined := make(chan error, 1), make(chan error, 1)
+					releaseLeave := hold(r.s2, r.remover(kick), true, nil, func() { left <- r.removeU(r.s2, kick) })
+					// the leave read u's entry; its script is held
+					releaseJoin := func() {}
+					if order == "undoFirst" {
+						_, err := r.s1.Join(uctx, r.u, r.id)
+						joined <- err
+					} else {
+						releaseJoin = hold(r.s1, r.u.ID, false, nil, func() { _, err := r.s1.Join(uctx, r.u, r.id); joined <- err })
+						// the join's script ran (u a member: nothing changed), its reply held
+					}
+					releaseLeave()
+					if err := <-left; err != nil {
+						t.Fatal(err)
+					}
+					releaseJoin()
+					if err := <-joined; err != nil {
+						t.Fatalf("join: %v", err)
+					}
+					if real := reality(t, r.s2, r.u); len(real) != 0 {
+						t.Fatalf("u is in %v", real)
+					}
+					holdsExactly(t, r.s2, r.u)
+					if _, err := r.s2.Join(r.ctx, r.u, r.other); err != nil {
+						t.Errorf("join elsewhere right after: %v", err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A leave or kick whose correction finds the entry re-stamped by a
+// rejoin in flight (its reservation made, its script not run yet) keeps
+// it, whether it read the value before the re-stamp ("readBefore") or the
+// re-stamp itself ("readAfter", "readAfterKick"): the rejoin then puts u
+// back, and a join elsewhere meanwhile is refused at a joined-rooms quota
+// of 1 (a reviewer's find: a correction that dropped the rejoin's entry
+// let u into two rooms).
+func TestCorrectionKeepsARejoinInFlight(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, order := range []string{"readBefore", "readAfter", "readAfterKick"} {
+			t.Run(b.Name+"/"+order, func(t *testing.T) {
+				r := newRejoinRace(t, b)
+				uctx := batch.Unbatched(r.ctx) // past the held rejoin's script lane
+				var fix func()
+				if order == "readBefore" {
+					var err error
+					if fix, err = r.s2.LeaveSlowly(r.ctx, r.u, r.id); err != nil { // read, script; the correction later
+						t.Fatal(err)
+					}
+				}
+				done := make(chan error, 1)
+				release := hold(r.s1, r.u.ID, true, nil, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); done <- err })
+				// the rejoin's reservation made, its script held
+				switch order {
+				case "readBefore":
+					fix()
+				case "readAfter", "readAfterKick":
+					if err := r.removeUCtx(uctx, r.s2, order == "readAfterKick"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				_, errOther := r.s2.Join(uctx, r.u, r.other)
+				release()
+				errRejoin := <-done
+				real := reality(t, r.s2, r.u)
+				if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || errRejoin != nil || len(real) != 1 || real[r.id] == "" {
+					t.Fatalf("join elsewhere: %v, rejoin: %v (want JOINED_ROOMS_LIMIT, nil): u is in %v", errOther, errRejoin, real)
+				}
+				holdsExactly(t, r.s2, r.u)
+			})
+		}
+	}
+}
+
+// A rejoin that put u back after a leave whose correction comes late, and
+// whose record (the new stamp after its script) is lost: the correction
+// finds the rejoin's re-stamp, not the stamp it read, and keeps the entry
+// (it only notes the leave): u, in the room, stays counted (a reviewer's
+// find against a version where the rejoin kept the old stamp: the late
+// correction dropped the entry of a room u was in, for good).
+func TestLostRecordAfterARejoinStillCounts(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRejoinRace(t, b)
+			fix, err := r.s2.LeaveSlowly(r.ctx, r.u, r.id) // read, script; the correction later
+			if err != nil {
+				t.Fatal(err)
+			}
+			var armed atomic.Bool
+			r.s1.Client().AddHook(failRecord(r.u.ID, &armed))
+			armed.Store(true)
+			if _, err := r.s1.Join(r.ctx, r.u, r.id); err != nil { // u back: added, held before: recorded (lost)
+				t.Fatal(err)
+			}
+			if armed.Load() {
+				t.Fatal("the rejoin recorded nothing")
+			}
+			fix()
+			if real := reality(t, r.s2, r.u); len(real) != 1 || real[r.id] == "" {
+				t.Fatalf("u is in %v, want %s", real, r.id)
+			}
+			holdsExactly(t, r.s2, r.u)
+			if _, err := r.s2.Join(r.ctx, r.u, r.other); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+				t.Errorf("a second room at a joined-rooms quota of 1: %v (u in %v)", err, reality(t, r.s2, r.u))
+			}
+		})
+	}
+}
+
+// The tester's race through the quick-join (a reviewer's find): a leave
+// or kick reads u's entry; u's quick-join of the room's mode finds u in
+// the room (memberOf) and answers it; then the leave's script removes u
+// and its correction runs. The quick-join's look changes no entry for
+// good (holdings.Found, then Undo), so the correction drops the entry: u,
+// in no room, may join another at once at a joined-rooms quota of 1 (a
+// new stamp kept it for up to a minute before).
+func TestQuickJoinOfAMemberRacingALeaveLeavesNoEntry(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, kick := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/kick=%v", b.Name, kick), func(t *testing.T) {
+				r := newRejoinRace(t, b)
+				if err := r.s2.Leave(r.ctx, r.u, r.id); err != nil { // u in the quick-join's room only
+					t.Fatal(err)
+				}
+				r.o = user(902)
+				id := mustCreate(t, r.s2, r.o, *quickRoom("race2", "eu", 4)).Room.ID
+				r.id, r.uj = id, mustJoin(t, r.s2, r.u, id)
+				if err := r.s2.AgeHoldings(r.ctx, r.u.ID, time.Second); err != nil { // a distinct earlier stamp
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				release := hold(r.s2, r.remover(kick), true, nil, func() { done <- r.removeU(r.s2, kick) })
+				// u's entry read, the leave's script held
+				q, err := r.s1.QuickJoin(batch.Unbatched(r.ctx), r.u, "race2", []string{"eu"}, nil, nil)
+				if err != nil || q.Room.ID != id {
+					t.Fatalf("quick-join of a member: %v, %v (want %s)", q.Room.ID, err, id)
+				}
+				release()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if real := reality(t, r.s2, r.u); len(real) != 0 {
+					t.Fatalf("u is in %v", real)
+				}
+				holdsExactly(t, r.s2, r.u)
+				if _, err := r.s2.Join(r.ctx, r.u, r.other); err != nil {
+					t.Errorf("join elsewhere right after: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// remover is the user whose room script removes u: u's own leave, or o's
+// kick.
+func (r rejoinRace) remover(kick bool) string {
+	if kick {
+		return r.o.ID
+	}
+	return r.u.ID
+}
+
+// failRecord is a hook that fails, unsent, the next record of uid's
+// holdings (holdings_reserve with its record flag: Holdings.Record) once
+// armed: a connection error.
+func failRecord(uid string, armed *atomic.Bool) redistest.Around {
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+		for _, c := range cmds {
+			a := c.Args() // evalsha sha 1 key room role owned joined ttl record ...
+			if n := strings.ToLower(c.Name()); (n != "evalsha" && n != "eval") || len(a) < 10 {
+				continue
+			}
+			if key, _ := a[3].(string); strings.HasSuffix(key, ":held:"+uid) && a[9] == "1" && armed.CompareAndSwap(true, false) {
+				err := errors.New("dial tcp: connection refused")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return send()
+	}
+}
+
+// Two joins of a room u is in and a leave of it (a reviewer's find): J3's
+// reservation re-stamps u's entry and its script is held; u's leave runs
+// whole (it reads J3's marked stamp, so its correction only notes it);
+// J3's script puts u back, its record still to come; J2, another join of
+// the room, finds u a member and undoes its reservation onto J3's marked
+// one. The undo must keep the entry (J3 is in flight and settles it), not
+// drop it for the leave's note: else u joins another room at a
+// joined-rooms quota of 1, and J3's record puts the first back past it.
+func TestUndoKeepsTheEntryOfAJoinInFlight(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRejoinRace(t, b)
+			uctx := batch.Unbatched(r.ctx)
+			j3ran, j3go := make(chan struct{}), make(chan struct{})
+			after := func([]redis.Cmder) error { close(j3ran); <-j3go; return nil }
+			j3 := make(chan error, 1)
+			release := hold(r.s1, r.u.ID, true, after, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); j3 <- err })
+			raw, _, _ := r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("after J3's reservation: %v", raw)
+			if err := r.s2.Leave(uctx, r.u, r.id); err != nil {
+				t.Fatal(err)
+			}
+			raw, _, _ = r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("after the leave: %v", raw)
+			release()
+			<-j3ran // J3's script ran (u added), its Record not yet
+			if real := reality(t, r.s2, r.u); real[r.id] == "" {
+				t.Fatalf("J3 did not put u back: %v", real)
+			}
+			if _, err := r.s2.Join(uctx, r.u, r.id); err != nil { // J2: u a member, a no-op
+				t.Fatalf("J2: %v", err)
+			}
+			raw, _, _ = r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("after J2 (no-op, undone): %v; u in %v", raw, reality(t, r.s2, r.u))
+			_, errOther := r.s2.Join(uctx, r.u, r.other)
+			close(j3go)
+			if err := <-j3; err != nil {
+				t.Fatalf("J3: %v", err)
+			}
+			real := reality(t, r.s2, r.u)
+			raw, _, _ = r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("end: join elsewhere: %v; u in %v; holdings %v", errOther, real, raw)
+			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || len(real) > 1 {
+				t.Errorf("join elsewhere %v at a joined-rooms quota of 1: u is in %v", errOther, real)
+			}
+		})
+	}
+}
+
+// The same with J3's record lost (a connection error): its marked entry
+// stays, u in the room; a later join of the room that finds u a member (a
+// retry, no race) undoes onto it and must keep it, janitor visits
+// notwithstanding (a reviewer's find: the undo dropped it, and u was in
+// the room uncounted for good).
+func TestUndoKeepsAnEntryWhoseRecordWasLost(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRejoinRace(t, b)
+			uctx := batch.Unbatched(r.ctx)
+			var armed atomic.Bool
+			r.s1.Client().AddHook(failRecord(r.u.ID, &armed))
+			armed.Store(true)
+			j3 := make(chan error, 1)
+			release := hold(r.s1, r.u.ID, true, nil, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); j3 <- err })
+			if err := r.s2.Leave(uctx, r.u, r.id); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			if err := <-j3; err != nil {
+				t.Fatalf("J3: %v", err)
+			}
+			if armed.Load() {
+				t.Fatal("J3 recorded nothing")
+			}
+			raw, _, _ := r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("after J3 (added, Record lost): %v; u in %v", raw, reality(t, r.s2, r.u))
+			if _, err := r.s2.Join(r.ctx, r.u, r.id); err != nil { // later: u a member, a no-op
+				t.Fatalf("J2: %v", err)
+			}
+			raw, _, _ = r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("after J2 (no-op): %v", raw)
+			for shard := range 8 {
+				r.s2.Sweep(r.ctx, shard, "test", time.Millisecond)
+			}
+			_, errOther := r.s2.Join(r.ctx, r.u, r.other)
+			real := reality(t, r.s2, r.u)
+			t.Logf("join elsewhere: %v; u in %v", errOther, real)
+			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || len(real) > 1 {
+				t.Errorf("join elsewhere %v at a joined-rooms quota of 1: u is in %v", errOther, real)
+			}
+		})
+	}
+}
+
+// TestUndoKeepsTheEntryOfAJoinInFlight with u's quick-join as the second
+// join (its look for a room u is in: holdings.Found, then Undo).
+func TestQuickJoinsUndoKeepsTheEntryOfAJoinInFlight(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRejoinRace(t, b)
+			if err := r.s2.Leave(r.ctx, r.u, r.id); err != nil {
+				t.Fatal(err)
+			}
+			r.o = user(902)
+			r.id = mustCreate(t, r.s2, r.o, *quickRoom("undo3", "eu", 4)).Room.ID
+			r.uj = mustJoin(t, r.s2, r.u, r.id)
+			if err := r.s2.AgeHoldings(r.ctx, r.u.ID, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			uctx := batch.Unbatched(r.ctx)
+			j3ran, j3go := make(chan struct{}), make(chan struct{})
+			after := func([]redis.Cmder) error { close(j3ran); <-j3go; return nil }
+			j3 := make(chan error, 1)
+			release := hold(r.s1, r.u.ID, true, after, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); j3 <- err })
+			if err := r.s2.Leave(uctx, r.u, r.id); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			<-j3ran
+			q, err := r.s2.QuickJoin(uctx, r.u, "undo3", []string{"eu"}, nil, nil)
+			if err != nil || q.Room.ID != r.id {
+				t.Fatalf("quick-join of a member: %v, %v (want %s)", q.Room.ID, err, r.id)
+			}
+			raw, _, _ := r.s2.HoldingsRaw(r.ctx, r.u.ID)
+			t.Logf("after the quick-join: %v; u in %v", raw, reality(t, r.s2, r.u))
+			_, errOther := r.s2.Join(uctx, r.u, r.other)
+			close(j3go)
+			if err := <-j3; err != nil {
+				t.Fatalf("J3: %v", err)
+			}
+			real := reality(t, r.s2, r.u)
+			t.Logf("join elsewhere: %v; u in %v", errOther, real)
+			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || len(real) > 1 {
+				t.Errorf("join elsewhere %v at a joined-rooms quota of 1: u is in %v", errOther, real)
+			}
+		})
+	}
 }

@@ -141,14 +141,18 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 	switch {
 	case roomlua.NotRun(err):
 		s.held.Release(ctx, h)
-	case h.HeldBefore() && (added || err != nil): // err: the outcome unknown
+	case err == nil && !added:
+		// the user was in the room already (a retry, a second tab):
+		// nothing changed, as if the join had not come, so that a leave
+		// or kick racing it still drops the entry
+		s.held.Undo(ctx, h)
+	case h.HeldBefore(): // added, or err: the outcome unknown
 		// the user joined (or may have) a room held already (a retry
 		// racing a leave of it): a leave or kick that read the entry this
 		// reservation stamped, and whose script ran before this join's,
 		// drops that entry though the join put the user back in; stamped
 		// anew (added back when dropped), the correction finds another
-		// stamp. A join that found the user a member changes nothing.
-		// Best effort, as Release.
+		// stamp. Best effort, as Release.
 		s.held.Record(context.WithoutCancel(ctx), u.ID, id, false)
 	}
 	return j, err

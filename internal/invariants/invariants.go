@@ -494,7 +494,7 @@ func (ch *checker) userIndex(ctx context.Context, tag, key string) error {
 }
 
 var holdingsRe = regexp.MustCompile(`^\{[^}]+\}:held:(.+)$`)
-var holdingRe = regexp.MustCompile(`^[om]:[0-9]+$`)
+var holdingRe = regexp.MustCompile(`^[om]:[0-9]+\^?(~[0-9]+){0,4}(-[0-9]+){0,4}$`) // the notes: holdings_release.lua
 
 // holdings checks the users' holdings (store/holdings): each expires,
 // its entries are well-formed, and it lists every room its user is in

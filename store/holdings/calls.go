@@ -31,19 +31,24 @@ var (
 
 // reserveCall is holdings_reserve.lua: the user of key is about to be in
 // room as role ("o" owner, "m" member), within owned and joined (0 no
-// limit); seed (roomId, role pairs) rebuilds a cold key.
+// limit), or is (or may be) in it already (record); seed (roomId, role
+// pairs) rebuilds a cold key.
 type reserveCall struct {
 	key, room, role string
 	owned, joined   int
 	ttlMs           int64
+	record          bool
 	seed            []any
 }
 
 func (reserveCall) Script() *redisx.Script { return holdingsReserve }
 func (c reserveCall) KeysArgs() ([]string, []any) {
-	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, ""}
+	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, "", ""}
+	if c.record {
+		args[5] = "1"
+	}
 	if c.seed != nil {
-		args[5] = "seed"
+		args[6] = "seed"
 		args = append(args, c.seed...)
 	}
 	return []string{c.key}, args
@@ -56,9 +61,11 @@ type releaseCall struct {
 }
 
 // heldChange changes the entry of room if it still holds the reservation
-// value was read from (its stamp; "*" any): to "" drops it, "o" or "m"
-// sets the role, "-<µs>" keeps an entry younger than that. Value "+" adds
-// the entry, with role to, when the room has none.
+// value was read from (its stamp; "*" any): to "" drops it, "left" drops
+// it after a leave (holdings_release.lua: or notes the leave), "o" or "m"
+// sets the role, "-<µs>" keeps an entry younger than that, "undo:<value>"
+// puts that value back. Value "+" adds the entry, with role to, when the
+// room has none.
 type heldChange struct{ room, value, to string }
 
 func (releaseCall) Script() *redisx.Script { return holdingsRelease }

@@ -9,11 +9,14 @@
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner;
 // a kick or ban drops the kicked user's entry the same way (Left, with the
-// value read before the kick). A join that added the user to a room held
-// already (a retry racing a leave of the same room), or whose outcome is
-// unknown, stamps its entry anew after its script, so a correction that
-// read the join's first stamp keeps it; one that found the user a member
-// stamps nothing, and a leave after it drops the entry.
+// value read before the kick). A join of a room held already (a retry, a
+// second tab, a join racing a leave of the same room) re-stamps the entry:
+// in flight again until its script ran. When the script added the user
+// (or its outcome is unknown) it stamps the entry anew, so a correction
+// that read the join's first stamp keeps it; when the script changed
+// nothing (the user was a member, or it refused) it puts the value before
+// back (Release), so a leave's correction that read that value still
+// drops it, before the undo or after (holdings_release.lua's notes).
 //
 // Entries of rooms the user left otherwise (removed by the janitor, the
 // room closed, or a kick whose own correction was lost) are listed by the room script in the room's
@@ -37,6 +40,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,7 +113,8 @@ func (h *Holdings) Key(uid string) string { return h.b.Tag(h.b.UserShard(uid)) +
 // Hold is a reservation made by Reserve; Release undoes it.
 type Hold struct {
 	key, room, value string
-	fresh            bool // the room was not held before (a placeholder: always)
+	fresh            bool   // the room was not held before (a placeholder: always)
+	before           string // the entry's value before, when held before
 }
 
 // HeldBefore reports whether r found its room held already (the user in
@@ -121,7 +126,7 @@ func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 // rooms.ErrJoinedRoomsLimit when that would exceed a limit even after the
 // holdings were checked against the rooms.
 func (h *Holdings) Reserve(ctx context.Context, uid, room string, owner bool) (Hold, error) {
-	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined)
+	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined, false)
 }
 
 // Check reports whether uid may be in one more room (as its owner when
@@ -134,13 +139,24 @@ func (h *Holdings) Check(ctx context.Context, uid string, owner bool) error {
 }
 
 // Record is Reserve past the limits, for a room uid is in already or that
-// was made for uid (a match room): holdings that missed it would let uid
-// past the limits later.
+// was made for uid (a match room), once its room script ran: holdings
+// that missed it would let uid past the limits later.
 func (h *Holdings) Record(ctx context.Context, uid, room string, owner bool) (Hold, error) {
-	return h.reserve(ctx, uid, room, owner, 0, 0)
+	return h.reserve(ctx, uid, room, owner, 0, 0, true)
 }
 
-func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int) (Hold, error) {
+// Found is Record for a room a read found uid in (a quick-join's look for
+// a room uid is in), which changes no room: the entry is made when
+// missing; one there already is re-stamped as a join's reservation is, in
+// flight until the caller undoes it (Undo) once done with the room, or
+// drops it (Forget) when the room was gone. Record's new stamp instead
+// would outlive a leave racing the read, whose correction looks for the
+// stamp it read.
+func (h *Holdings) Found(ctx context.Context, uid, room string, owner bool) (Hold, error) {
+	return h.reserve(ctx, uid, room, owner, 0, 0, false)
+}
+
+func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int, record bool) (Hold, error) {
 	if !h.On() {
 		return Hold{}, nil
 	}
@@ -148,7 +164,7 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 	var seed []any
 	checked := false
 	for range 3 {
-		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, seed)).Result()
+		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, record, seed)).Result()
 		if err != nil {
 			return Hold{}, redisx.Wrap(err)
 		}
@@ -183,27 +199,48 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 	return Hold{}, fmt.Errorf("%w: holdings of a user changed three times in a row", rooms.ErrUnavailable)
 }
 
-// Release drops a fresh reservation whose room script refused. Best
-// effort: an entry left behind only over-counts until the next check.
+// Release undoes a reservation whose room script refused or was never
+// sent: a fresh entry is dropped, a re-stamped one is undone (Undo). Best
+// effort: an entry left behind only over-counts until the next check at
+// a limit looks at it (InFlight after r).
 func (h *Holdings) Release(ctx context.Context, r Hold) {
 	if r.key != "" && r.fresh {
 		h.b.Runner.Run(context.WithoutCancel(ctx), releaseCall{r.key, []heldChange{{r.room, r.value, ""}}})
 	}
+	h.Undo(ctx, r)
+}
+
+// Undo puts back the value a reservation of a room held already
+// re-stamped, once its room script changed nothing (it refused, was never
+// sent, or found the user a member already: a retry, a second tab), as if
+// it had never come; dropped instead when a leave or kick of the user
+// corrected meanwhile (holdings_release.lua's notes): so a leave racing
+// the join leaves no entry behind whatever the order. Only while the
+// entry holds r's reservation; nothing for a fresh one (the user is in
+// the room, or Release drops it). Best effort, as Release.
+func (h *Holdings) Undo(ctx context.Context, r Hold) {
+	if r.key != "" && !r.fresh && r.before != "" {
+		h.b.Runner.Run(context.WithoutCancel(ctx), releaseCall{r.key, []heldChange{{r.room, r.value, "undo:" + r.before}}})
+	}
 }
 
 // reserveCall is holdings_reserve.lua's call reserving room for uid.
-func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, seed []any) reserveCall {
+func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, record bool, seed []any) reserveCall {
 	return reserveCall{key: h.Key(uid), room: room, role: map[bool]string{true: "o", false: "m"}[owner],
-		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), seed: seed}
+		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), record: record, seed: seed}
 }
 
 // held is the reservation of room in key that reply, holdings_reserve's
 // "OK", made.
 func held(key, room string, reply []any) Hold {
 	v, _ := reply[1].(string)
+	var before string
+	if len(reply) > 3 {
+		before, _ = reply[3].(string)
+	}
 	// a placeholder is new to its quick-join: held before only when the
 	// first run of a call sent again (its reply lost) made it
-	return Hold{key: key, room: room, value: v, fresh: reply[2] == "1" || isPlaceholder(room)}
+	return Hold{key: key, room: room, value: v, fresh: reply[2] == "1" || isPlaceholder(room), before: before}
 }
 
 // ReservePlaceholder reserves ph, a Placeholder, for a quick-join of uid,
@@ -219,7 +256,7 @@ func (h *Holdings) ReservePlaceholder(ctx context.Context, uid, ph string, creat
 			return r, true, err
 		}
 	}
-	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined)
+	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined, false)
 	return r, false, err
 }
 
@@ -232,7 +269,7 @@ func (h *Holdings) PlaceholderTry(uid, ph string, create bool) (key string, args
 	if create {
 		maxOwned = h.cfg.Owned
 	}
-	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, nil).KeysArgs()
+	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, false, nil).KeysArgs()
 	return keys[0], args
 }
 
@@ -242,7 +279,7 @@ func (h *Holdings) PlaceholderTry(uid, ph string, create bool) (key string, args
 // nothing written; ReservePlaceholder makes it, with a check of the
 // holdings against the rooms when needed).
 func (h *Holdings) Reserved(uid, ph string, create bool, reply []any) (r Hold, mayCreate, ok bool) {
-	if len(reply) != 3 || reply[0] != "OK" {
+	if len(reply) < 3 || reply[0] != "OK" {
 		return Hold{}, false, false
 	}
 	return held(h.Key(uid), ph, reply), create, true
@@ -302,18 +339,32 @@ func (h *Holdings) Value(ctx context.Context, uid, room string) string {
 
 // Left corrects the holdings after uid left room: its entry (as read
 // before, by Value) dropped, and room marked owned by newOwner when
-// ownership passed on. Best effort, as Release.
+// ownership passed on. An entry a join of the room re-stamped since, or
+// is in flight on (it may put uid back), is kept, with the leave noted
+// for that join's Undo. Best effort, as Release.
 func (h *Holdings) Left(ctx context.Context, uid, room, before, newOwner string) {
 	if !h.On() {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if before != "" {
-		h.b.Runner.Run(ctx, releaseCall{h.Key(uid), []heldChange{{room, before, ""}}})
+	if before != "" { // noted on an entry re-stamped meanwhile, for its join's undo
+		h.b.Runner.Run(ctx, releaseCall{h.Key(uid), []heldChange{{room, before, "left"}}})
 	}
 	if newOwner != "" {
 		h.b.Runner.Run(ctx, releaseCall{h.Key(newOwner), []heldChange{{room, "*", "o"}}})
 	}
+}
+
+// Stamp is the time (µs, of the key's node) of the reservation an entry's
+// value holds: the number after its role, before the notes
+// holdings_release.lua adds.
+func Stamp(v string) (int64, bool) {
+	_, rest, ok := strings.Cut(v, ":")
+	if end := strings.IndexAny(rest, "^~-"); end >= 0 {
+		rest = rest[:end]
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, ok && err == nil
 }
 
 // seed reads, from the rooms, the rooms uid is in: roomId, role pairs as
@@ -344,8 +395,8 @@ func (h *Holdings) recheck(ctx context.Context, uid, key string, now int64, entr
 		id, _ := entries[i].(string)
 		v, _ := entries[i+1].(string)
 		held[id] = true
-		_, stamp, ok := strings.Cut(v, ":")
-		if id == "#" || !ok || redisx.Int(stamp) > now-InFlight.Microseconds() {
+		stamp, ok := Stamp(v)
+		if id == "#" || !ok || stamp > now-InFlight.Microseconds() {
 			continue
 		}
 		if isPlaceholder(id) { // a quick-join's reservation it never turned into its room's

@@ -656,8 +656,9 @@ func (q *QuickJoin) allMatching(ctx context.Context, mode string, cands []candid
 // stripes (every shard, without regions) live on, the one record that
 // never misses a room u is in (the holdings may, for a while: a lost reply
 // or rebind); each is checked for u's membership. The room found gets its
-// holdings entry (room quotas) whatever the limits: u is in it already,
-// and a quick-join whose reply was lost may not have recorded it.
+// holdings entry (room quotas) whatever the limits, or keeps the one it
+// has (holdings.Found, then Undo): u is in it already, and a quick-join
+// whose reply was lost may not have recorded it.
 func (q *QuickJoin) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
@@ -699,7 +700,7 @@ func (q *QuickJoin) memberOf(ctx context.Context, u rooms.User, mode string, reg
 			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 			continue
 		}
-		held, err := q.Held.Record(ctx, u.ID, id, h[4] == pid)
+		held, err := q.Held.Found(ctx, u.ID, id, h[4] == pid)
 		if err != nil {
 			return rooms.Joined{}, false, err
 		}
@@ -709,6 +710,7 @@ func (q *QuickJoin) memberOf(ctx context.Context, u rooms.User, mode string, reg
 			q.Held.Forget(ctx, held)
 			continue
 		}
+		q.Held.Undo(ctx, held)
 		if err != nil {
 			return rooms.Joined{}, false, err
 		}

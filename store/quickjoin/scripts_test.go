@@ -18,7 +18,7 @@ var luaFiles embed.FS
 // store/quickjoin_test.go, store/holdings_test.go, store/sentonce_test.go.
 func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
-		lockCall{key: "l", token: "t", ttl: time.Second, held: "h", reserve: []any{"qj:x", "o", 5, 0, 1000, ""}},
+		lockCall{key: "l", token: "t", ttl: time.Second, held: "h", reserve: []any{"qj:x", "o", 5, 0, 1000, "", ""}},
 		endCall{key: "l", token: "t", held: "h", rebind: []any{"qj:x", "r1", "m"}},
 	}, scripttest.Prelude{})
 }

@@ -24,7 +24,7 @@ redis.call('HDEL', key, placeholder)
 if room == '' then return {'OK', ''} end
 local stamp
 if v then
-  stamp = string.sub(v, 3)
+  stamp = string.match(v, '^%a:(%d+)')
 else
   local T = redis.call('TIME')
   stamp = T[1] .. string.format('%06d', tonumber(T[2]))

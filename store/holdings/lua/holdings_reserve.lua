@@ -5,16 +5,23 @@
 -- of the user goes through this one key, in the user's own slot.
 -- No prelude.
 -- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built;
---         roomId -> "<o|m>:<µs of the last reservation>", o: owned)
+--         roomId -> "<o|m>:<µs of the last reservation>", o: owned, then
+--         "^" when that reservation re-stamped a room held already and its
+--         join has not settled it yet, then the notes of holdings_release:
+--         "~<µs>"..., "-<µs>"...)
 -- ARGV[1] room id, or "": only check that the user may take one more room
 --         as role (the same answers; nothing reserved, but a cold key is
 --         built from the seed)
 -- ARGV[2] role: "o" (the user creates it) or "m"
 -- ARGV[3] rooms owned at most (0: no limit)  ARGV[4] rooms joined at most
--- ARGV[5] the key's TTL (ms)  ARGV[6] "seed" when ARGV[7..] follow, else ""
--- ARGV[7..] roomId, role pairs the user holds, read from the rooms, to
+-- ARGV[5] the key's TTL (ms)
+-- ARGV[6] "1": a record (the room script ran: the user is in the room, or
+--         may be), not a reservation before it; else ""
+-- ARGV[7] "seed" when ARGV[8..] follow, else ""
+-- ARGV[8..] roomId, role pairs the user holds, read from the rooms, to
 --           build a missing key from (only when it is still missing)
--- Reply: {"OK", value written, "1" new | "0" held before} | {"COLD"} (no key:
+-- Reply: {"OK", value written, "1" new | "0" held before[, the value before:
+--        held before]} | {"COLD"} (no key:
 --        read the user's rooms and call again with the seed) |
 --        {"OWNED_ROOMS_LIMIT", now µs, roomId, value, ...} |
 --        {"JOINED_ROOMS_LIMIT", now µs, roomId, value, ...}
@@ -24,9 +31,9 @@ local T = redis.call('TIME')
 local now = T[1] .. string.format('%06d', tonumber(T[2]))
 
 if redis.call('EXISTS', key) == 0 then
-  if ARGV[6] ~= 'seed' then return {'COLD'} end
+  if ARGV[7] ~= 'seed' then return {'COLD'} end
   redis.call('HSET', key, '#', '1')
-  for i = 7, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
+  for i = 8, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
   -- at once: a refusal below returns before the other PEXPIREs
   redis.call('PEXPIRE', key, ttl)
 end
@@ -36,9 +43,12 @@ if cur then
   local r = string.sub(cur, 1, 1)
   if role == 'o' then r = 'o' end
   local v = r .. ':' .. now
+  -- a join in flight of a room held already: its Release or Record
+  -- settles it (holdings_release: a leave's correction notes it, not drops)
+  if ARGV[6] ~= '1' then v = v .. '^' end
   redis.call('HSET', key, room, v)
   redis.call('PEXPIRE', key, ttl)
-  return {'OK', v, '0'}
+  return {'OK', v, '0', cur}
 end
 
 local all = redis.call('HGETALL', key)
