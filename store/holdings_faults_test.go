@@ -1187,3 +1187,98 @@ func TestQuickJoinsUndoKeepsTheEntryOfAJoinInFlight(t *testing.T) {
 		})
 	}
 }
+
+// Two tabs of u join a full room at once (a double click): the first's
+// reservation is fresh, the second re-stamps it; both scripts refuse. The
+// first's Release notes its stamp on the re-stamp, and the second's undo,
+// putting that stamp back, drops the entry instead: u, in no room, may
+// join another at once (a reviewer's find: the entry stayed).
+func TestTwoRefusedJoinsLeaveNoEntry(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			u := user(1)
+			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+			full := mustCreate(t, s2, user(900), newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 2 })).Room.ID
+			mustJoin(t, s2, user(903), full)
+			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+			ja, jb := make(chan error, 1), make(chan error, 1)
+			relA := hold(s1, u.ID, true, nil, func() { _, err := s1.Join(ctx, u, full); ja <- err })
+			uctx := batch.Unbatched(ctx)
+			relB := hold(s2, u.ID, true, nil, func() { _, err := s2.Join(uctx, u, full); jb <- err })
+			relA()
+			if err := <-ja; !errors.Is(err, rooms.ErrRoomFull) {
+				t.Fatalf("join a: %v, want ROOM_FULL", err)
+			}
+			relB()
+			if err := <-jb; !errors.Is(err, rooms.ErrRoomFull) {
+				t.Fatalf("join b: %v, want ROOM_FULL", err)
+			}
+			holdsExactly(t, s2, u)
+			if _, err := s2.Join(ctx, u, other); err != nil {
+				t.Errorf("join elsewhere right after (u in no room): %v", err)
+			}
+		})
+	}
+}
+
+// holdHeldReserve holds, once armed, the next holdings_reserve call of
+// uid for room (before it is sent).
+func holdHeldReserve(uid, room string, armed *atomic.Bool, reached, release chan struct{}) redistest.Around {
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+		for _, c := range cmds {
+			a := c.Args()
+			if n := strings.ToLower(c.Name()); (n != "evalsha" && n != "eval") || len(a) < 10 {
+				continue
+			}
+			if key, _ := a[3].(string); strings.HasSuffix(key, ":held:"+uid) && a[4] == room && armed.CompareAndSwap(true, false) {
+				close(reached)
+				<-release
+			}
+		}
+		return send()
+	}
+}
+
+// u's quick-join reads u a member of its room (memberOf); u's leave from
+// another tab then runs whole (its correction drops the entry); then the
+// quick-join's holdings.Found makes the entry anew. Its read of the room
+// finds u gone: it passes the room over and drops the entry (a reviewer's
+// find: it answered the room u had left, and the entry stayed). Whatever
+// the quick-join then answers, u is in it and the holdings are exact.
+func TestQuickJoinPassesOverARoomLeftMeanwhile(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			u := user(1)
+			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+			id := mustCreate(t, s2, user(902), *quickRoom("left4", "eu", 4)).Room.ID
+			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+			mustJoin(t, s2, u, id)
+			var armed atomic.Bool
+			reached, rel := make(chan struct{}), make(chan struct{})
+			s1.Client().AddHook(holdHeldReserve(u.ID, id, &armed, reached, rel))
+			armed.Store(true)
+			type res struct {
+				id  string
+				err error
+			}
+			done := make(chan res, 1)
+			go func() { q, err := s1.QuickJoin(ctx, u, "left4", []string{"eu"}, nil, nil); done <- res{q.Room.ID, err} }()
+			<-reached // memberOf read u a member; its Found is held
+			if err := s2.Leave(batch.Unbatched(ctx), u, id); err != nil {
+				t.Fatal(err)
+			}
+			close(rel)
+			q := <-done
+			real := reality(t, s2, u)
+			if q.err == nil && real[q.id] == "" {
+				t.Fatalf("the quick-join answered %s, u is in %v", q.id, real)
+			}
+			holdsExactly(t, s2, u)
+			if _, err := s2.Join(ctx, u, other); (err == nil) != (len(real) == 0) {
+				t.Errorf("join elsewhere right after, u in %v: %v", real, err)
+			}
+		})
+	}
+}

@@ -205,7 +205,10 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 // a limit looks at it (InFlight after r).
 func (h *Holdings) Release(ctx context.Context, r Hold) {
 	if r.key != "" && r.fresh {
-		h.b.Runner.Run(context.WithoutCancel(ctx), releaseCall{r.key, []heldChange{{r.room, r.value, ""}}})
+		// as a leave's correction: a join of the room re-stamped the entry
+		// since gets the stamp noted, so that its undo, putting this one
+		// back, drops the entry instead
+		h.b.Runner.Run(context.WithoutCancel(ctx), releaseCall{r.key, []heldChange{{r.room, r.value, "left"}}})
 	}
 	h.Undo(ctx, r)
 }

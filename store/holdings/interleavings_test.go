@@ -57,10 +57,20 @@ func TestInterleavings(t *testing.T) {
 		{"LeaveReadsRejoinAfterItsUndo", "join a; join b; read v; undo b; left v", ""},
 		{"RefusedRejoinAfterLeave", "join a; read v; left v; join b; release b", ""},
 		{"FreshRefused", "join a; release a", ""},
+		// two tabs' joins of a room the user is not in, both refused (a
+		// reviewer's find: the re-stamp's undo put the first's back)
+		{"TwoRefusedJoinsFreshFirst", "join a; join b; release a; release b", ""},
+		{"TwoRefusedJoinsReStampFirst", "join a; join b; release b; release a", ""},
+		// the quick-join's look read u a member, the leave ran whole before
+		// its Found, its read of the room then finds u gone (a reviewer's
+		// find: the entry Found made stayed)
+		{"FoundAfterTheLeave", "join a; read v; left v; found b; release b", ""},
 		{"FoundRacingLeaveUndoFirst", "join a; read v; found b; undo b; left v", ""},
 		{"FoundRacingLeaveCorrectionFirst", "join a; read v; found b; left v; undo b", ""},
 		{"FoundAlone", "join a; found b; undo b", "m"},
 		{"OwnerPassedDuringRejoin", "join a; join b; owner; undo b", "o"},
+		{"OwnerPassedDuringARaceWithALeave", "join a; read v; join b; owner; left v; undo b", ""},
+		{"FiveUndosThenALeave", "join a; read v; join b; undo b; join c; undo c; join d; undo d; join e; undo e; join f; undo f; left v", ""},
 		{"UndoOfAnotherJoinsStamp", "join a; join b; join c; undo b", "m"},
 		// b adds the user back after the leave; c, after b's script,
 		// finds the user a member: its undo keeps b's entry (in flight)

@@ -658,7 +658,8 @@ func (q *QuickJoin) allMatching(ctx context.Context, mode string, cands []candid
 // or rebind); each is checked for u's membership. The room found gets its
 // holdings entry (room quotas) whatever the limits, or keeps the one it
 // has (holdings.Found, then Undo): u is in it already, and a quick-join
-// whose reply was lost may not have recorded it.
+// whose reply was lost may not have recorded it. A room u left between
+// the reads (another tab) is passed over, its entry as it was.
 func (q *QuickJoin) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
@@ -710,10 +711,17 @@ func (q *QuickJoin) memberOf(ctx context.Context, u rooms.User, mode string, reg
 			q.Held.Forget(ctx, held)
 			continue
 		}
-		q.Held.Undo(ctx, held)
 		if err != nil {
+			q.Held.Undo(ctx, held)
 			return rooms.Joined{}, false, err
 		}
+		if !slices.ContainsFunc(room.Players, func(p rooms.Player) bool { return p.UserID == u.ID }) {
+			// u left meanwhile (another tab): not this room, and not its
+			// entry, which u's leave may have dropped before Found made it
+			q.Held.Release(ctx, held)
+			continue
+		}
+		q.Held.Undo(ctx, held)
 		return rooms.Joined{Room: room, PlayerID: int(layout.Atoi64(pid))}, true, nil
 	}
 	return rooms.Joined{}, false, nil

@@ -28,9 +28,10 @@
 --         the role) is compared, with the entry's stamp or its "~" note;
 --         "*" any; "+" none: add the entry, with this node's time as its
 --         stamp, when the room has none (the key must exist)
--- ARGV[3i] "" to drop the entry; "left" to drop it after a leave or kick
---         (noting the stamp read on an entry that holds another, or
---         holds it marked "^"); the
+-- ARGV[3i] "" to drop the entry; "left" to drop it after a leave or kick,
+--         or a refusal of the join that reserved it (noting the stamp
+--         read on an entry that holds another, or holds it marked "^");
+--         the
 --         role to set ("o" or "m"); "-<µs>" to drop it only if its last
 --         reservation is at least that old by this node's clock (older
 --         than any room script in flight); "undo:<value before>" to give
