@@ -2,6 +2,7 @@
 // startRedis) for the tests, built from this repository, on a free loopback
 // port (or the REALSYNC_ADDR given).
 import { execFileSync, spawn } from "node:child_process";
+import { renameSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -10,12 +11,21 @@ import { chromium, type Browser } from "playwright-core";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 const bin = path.join(root, "sdk/typescript/.bin/realsyncd");
 
-// build (re)builds the binary as the image does (scripts/build-realsyncd.sh):
-// go's cache makes it quick when nothing changed.
+let built = "";
+
+// build (re)builds the binary as the image does (scripts/build-realsyncd.sh),
+// once per test file: into a file of this process's own, then renamed over
+// .bin/realsyncd, as the test files run two at a time (a binary another is
+// running keeps its file). CI builds it once and names it in REALSYNC_BIN.
 function build(): string {
   if (process.env.REALSYNC_BIN) return process.env.REALSYNC_BIN;
-  execFileSync(path.join(root, "scripts/build-realsyncd.sh"), [bin], { cwd: root, stdio: "inherit" });
-  return bin;
+  if (!built) {
+    const mine = `${bin}.${process.pid}`;
+    execFileSync(path.join(root, "scripts/build-realsyncd.sh"), [mine], { cwd: root, stdio: "inherit" });
+    renameSync(mine, bin);
+    built = bin;
+  }
+  return built;
 }
 
 export interface Server {
