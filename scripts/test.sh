@@ -158,10 +158,12 @@ store_tests() {
 
 go_tests() {
   echo "== tests of the other packages (race detector, real Redis: standalone, 3-master Cluster, embedded)"
-  # Four packages at a time, not GOMAXPROCS (2 here): the suites mostly
+  # Three packages at a time, not GOMAXPROCS (2 here): the suites mostly
   # wait (on Redis failovers, leases, timers, realsyncd processes):
   # alone, cmd/realsyncd's run (its realsyncd processes too) used 192 s of
-  # CPU in 349 s, store/tickets' 62 s in 239 s. The longest are named first: go test builds and runs
+  # CPU in 349 s, store/tickets' 62 s in 239 s. Four at a time took longer
+  # (887 s against 775 s, and 834 s of CPU against 623 s: the suites that
+  # poll poll more when the machine is slower). The longest are named first: go test builds and runs
   # packages in the order given, and prints their results in that order.
   # Each runs its benchmarks once too, after its tests, as the store lane
   # does (a go test run of their own linked every test binary a second
@@ -170,7 +172,7 @@ go_tests() {
   # benchmarks do not share the machine): go test shows their lines only
   # when the package fails.
   # shellcheck disable=SC2046 # one word per package
-  go test -race -count=1 -timeout 20m -p 4 ./cmd/realsyncd/ ./api/ ./store/tickets/ \
+  go test -race -count=1 -timeout 20m -p 3 ./cmd/realsyncd/ ./api/ ./store/tickets/ \
     $(go list ./... | grep -vx 'github.com/realsync/realsync/store') -args -test.bench=. -test.benchtime=1x
 }
 sdk_tests() {
@@ -197,7 +199,9 @@ sdk_tests() {
     echo "the SDK's generated types or the demo bundle drifted: run 'npm run generate && npm run bundle' in sdk/typescript and commit" >&2
     return 1
   fi
-  # realsyncd built once for every test file (two run at a time)
+  # realsyncd built once for every test file (one at a time: two at a
+  # time took as long here, the machine's two cores busy, though half as
+  # long alone)
   scripts/build-realsyncd.sh sdk/typescript/.bin/realsyncd
   (cd sdk/typescript && REALSYNC_BIN="$PWD/.bin/realsyncd" npm test --silent)
   elapsed

@@ -14,8 +14,10 @@ const bin = path.join(root, "sdk/typescript/.bin/realsyncd");
 let built = "";
 
 // build (re)builds the binary as the image does (scripts/build-realsyncd.sh),
-// once per test file: into a file of this process's own, then renamed over
-// .bin/realsyncd, as the test files run two at a time (a binary another is
+// once per test file (go build, even with nothing to do, took about a
+// second of CPU at each server's start): into a file of this process's
+// own, then renamed over .bin/realsyncd, so that test files run at once
+// (node --test-concurrency) cannot write it together (a binary another is
 // running keeps its file). CI builds it once and names it in REALSYNC_BIN.
 function build(): string {
   if (process.env.REALSYNC_BIN) return process.env.REALSYNC_BIN;
