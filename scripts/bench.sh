@@ -70,11 +70,12 @@ smoke=""; [ "${REALSYNC_BENCH_SMOKE:-}" != 1 ] || smoke=1
 rounds() { if [ -n "$smoke" ]; then echo "$1"; else echo "$@"; fi; }
 # run CMD ARG...: runs CMD; in a smoke run with its sizes cut first (for
 # rsload and go test alike: of a flag given twice, the second counts; the
-# log's "$ " line shows the command as written).
+# log's "$ " line shows the command as written). A go test runs its
+# package's test binary, built once for the run (gotest).
 run() {
-  [ -n "$smoke" ] || { "$@"; return; }
   local a=()
   while [ $# -gt 0 ]; do
+    [ -n "$smoke" ] || { a+=("$@"); break; }
     case "$1" in
       -duration | -rss-settle | -streams | -seed | -tickets | -clients | -benchtime)
         [ $# -ge 2 ] || { echo "bench.sh: $1 without a value" >&2; return 2; } ;;
@@ -89,7 +90,33 @@ run() {
       *) a+=("$1"); shift ;;
     esac
   done
+  local i
+  for ((i = 0; i + 2 < ${#a[@]}; i++)); do
+    if [ "${a[i]}" = go ] && [ "${a[i + 1]}" = test ]; then
+      gotest "${a[@]:0:i}" -- "${a[@]:i+2}"
+      return
+    fi
+  done
   "${a[@]}"
+}
+# gotest [PREFIX...] -- PKG ARG...: go test PKG ARG... (PREFIX: env
+# settings), as the package's test binary, built once for the run (each
+# go test linked it anew: a smoke run's 14 links of the store's test
+# binary were most of its CPU), run in the package's folder with go
+# test's flags as the binary's -test. flags, and go test's timeout.
+gotest() {
+  local prefix=()
+  while [ "$1" != -- ]; do prefix+=("$1"); shift; done
+  shift
+  local pkg="$1" bin conv=(-test.timeout=10m) f
+  shift
+  bin="$tmp/$(tr / _ <<<"$pkg").test"
+  [ -x "$bin" ] || go test -c -o "$bin" "$pkg" || return
+  for f in "$@"; do
+    case "$f" in -run | -bench | -benchtime | -count | -timeout | -v | -short) f="-test.${f#-}" ;; esac
+    conv+=("$f")
+  done
+  (cd "$pkg" && "${prefix[@]}" "$bin" "${conv[@]}")
 }
 
 # What the run was: the commit, the time, the machine and its load, so a
