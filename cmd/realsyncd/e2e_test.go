@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,9 +30,17 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m, removeBinary) }
 
-// binary is the realsyncd the tests run: built once (with -race) for the
-// whole package, the first time a test asks, and removed by TestMain.
-var binary struct {
+// binaries are the realsyncd builds the tests run, each built for the
+// whole package the first time a test asks, and removed by TestMain: [0]
+// as deployed (buildBinary), [1] with the race detector (raceBinary). A
+// race build's server takes about three times the CPU: on CI's 2 cores
+// the package took 500 s with every test on it. The tests that drive the
+// most of the server at once (instances sharing rooms, streams,
+// matchmaking, personal streams, limits) run the race build, so that a
+// data race of the wiring (main's goroutines, shutdown) shows; the rest
+// check behaviour that the race-built suites of the store, the API and
+// the streams run line by line.
+var binaries [2]struct {
 	once sync.Once
 	dir  string
 	path string
@@ -40,28 +49,42 @@ var binary struct {
 
 // buildBinary returns the package's realsyncd binary, building it the
 // first time.
-func buildBinary(t *testing.T) string {
+func buildBinary(t *testing.T) string { return binaryOf(t, 0) }
+
+// raceBinary returns the package's realsyncd binary built with -race,
+// building it the first time.
+func raceBinary(t *testing.T) string { return binaryOf(t, 1) }
+
+func binaryOf(t *testing.T, race int) string {
 	t.Helper()
-	binary.once.Do(func() {
-		if binary.dir, binary.err = os.MkdirTemp("", "realsyncd-test-"); binary.err != nil {
+	b := &binaries[race]
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "realsyncd-test-"); b.err != nil {
 			return
 		}
-		binary.path = filepath.Join(binary.dir, "realsyncd")
-		if out, err := exec.Command("go", "build", "-race", "-o", binary.path, ".").CombinedOutput(); err != nil {
-			binary.err = fmt.Errorf("build: %v\n%s", err, out)
+		b.path = filepath.Join(b.dir, "realsyncd")
+		args := []string{"build", "-o", b.path, "."}
+		if race == 1 {
+			args = append(args[:1], append([]string{"-race"}, args[1:]...)...)
+		}
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build: %v\n%s", err, out)
 		}
 	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binary.path
+	return b.path
 }
 
 func removeBinary() error {
-	if binary.dir == "" {
-		return nil
+	var errs []error
+	for i := range binaries {
+		if binaries[i].dir != "" {
+			errs = append(errs, os.RemoveAll(binaries[i].dir))
+		}
 	}
-	return os.RemoveAll(binary.dir)
+	return errors.Join(errs...)
 }
 
 // instance is a running realsyncd process.
@@ -271,7 +294,7 @@ func guest(t *testing.T, in *instance, name string) string {
 // consistent afterwards. No token ever reaches a log line.
 func TestTwoInstancesShareRooms(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) { twoInstancesShareRooms(t, bin, backend) })
 	}

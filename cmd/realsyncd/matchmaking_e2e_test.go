@@ -16,7 +16,7 @@ import (
 // match on the personal stream.
 func TestMatchmakingAcrossInstances(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	rules := filepath.Join(t.TempDir(), "mm.yaml")
 	if err := os.WriteFile(rules, []byte("modes:\n  squad:\n    teams: 2\n    teamSize: 2\n    window: {start: 100, step: 100, every: 1s, max: 800}\n    ticketTTL: 8s\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -124,7 +124,7 @@ func (r *meReader) waitFor(t *testing.T, n int, what string) {
 // gets only what its platform was not delivered). Two instances.
 func TestOfflineDeliveryAcrossKillsAndRestart(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	srv, err := redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
 		t.Fatal(err)

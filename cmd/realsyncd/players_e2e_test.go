@@ -113,7 +113,7 @@ func watchedByBob(t *testing.T, aliceOn, bobOn, via *instance) (alice, aliceID, 
 // /v1/presence agrees.
 func TestPersonalStreamsAcrossInstances(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
 			env := append(backendEnv(t, backend), "REALSYNC_PRESENCE_TTL=1s")

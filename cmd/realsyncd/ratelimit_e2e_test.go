@@ -37,7 +37,7 @@ const hammerLimits = "auth=60/h:burst=12,create=60/h:burst=5,join=60/h:burst=8,w
 // and the RateLimit headers. Afterwards no counter outlives its drain time.
 func TestRateLimitsHoldAcrossInstances(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) { hammer(t, bin, backend) })
 	}

@@ -60,7 +60,7 @@ func TestReadFromReplicasEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Stop)
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	in := start(t, bin, "REALSYNC_KEY_PREFIX="+redistest.Prefix(t), "REALSYNC_JWT_SECRET=e2e-secret",
 		"REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(cluster.Addrs(), ","), "REALSYNC_REDIS_READ_FROM_REPLICAS=on", loadTestLimits)
 	masters, replicas := cluster.Nodes[:3], cluster.Nodes[3:]

@@ -291,7 +291,7 @@ func backendEnv(t *testing.T, backend string) []string {
 // before what the log holds gets a snapshot.
 func TestEventStreamsAcrossInstances(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := raceBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
 			env := append(backendEnv(t, backend), loadTestLimits)
