@@ -554,6 +554,13 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if f.conns < 2 {
 		t.Error("the stream did not move to the other instance")
 	}
+	// a reconnection's resumed event follows its replay (a reconnection
+	// after the patch replays it first): waited for, not raced
+	waitFor(t, 10*time.Second, "the reconnection's resumed event", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.resumes >= f.conns-1
+	})
 	f.mu.Lock()
 	hint, resumes, conns := f.retries[0], f.resumes, f.conns
 	f.mu.Unlock()
