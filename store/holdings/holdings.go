@@ -118,7 +118,8 @@ type Hold struct {
 }
 
 // HeldBefore reports whether r found its room held already (the user in
-// it, or left it a moment ago): its stamp was renewed, not made.
+// it, or left it a moment ago): the entry was re-stamped and marked in
+// flight, not made, and its value before kept in r for Undo.
 func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 
 // Reserve records that uid is about to be in room (as its owner when
