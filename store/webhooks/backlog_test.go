@@ -229,6 +229,52 @@ func TestWebhooksDeadEndpointDoesNotHoldTheOthers(t *testing.T) {
 	}
 }
 
+// TestWebhooksHungEndpointsDoNotHoldTheOthers: two endpoints whose every
+// try hangs (to the test's end) and one healthy, 4 workers: each hung
+// endpoint may take half the pool, and before the pool kept a worker for
+// an endpoint with none in flight the two took all four between them and
+// the healthy endpoint got nothing until a hung try ended. The healthy
+// endpoint gets every event once while the others hang.
+func TestWebhooksHungEndpointsDoNotHoldTheOthers(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{}
+			send := func(ctx context.Context, w webhooks.Delivery) error {
+				if w.Endpoint != "good" {
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				return rec.send(ctx, w)
+			}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 4,
+				Poll: 10 * time.Millisecond, ShutdownWait: time.Millisecond,
+				Endpoints: []webhooks.Endpoint{{ID: "hung1", Events: []string{"*"}}, {ID: "hung2", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const rooms = 5
+			for range rooms {
+				roomEvents(t, s)
+			}
+			events := rooms * len(wantRoomEvents)
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(ctx, nil) }()
+			for deadline := time.Now().Add(20 * time.Second); len(rec.of("good")) < events && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+			<-ran
+			if good := messageIDs(rec.of("good")); len(good) != events || len(rec.of("good")) != events {
+				t.Fatalf("the healthy endpoint got %d deliveries of %d distinct events while two hung, want each of %d once",
+					len(rec.of("good")), len(good), events)
+			}
+		})
+	}
+}
+
 // TestWebhooksBacklogBoundThenRecovery: an endpoint down keeps exactly
 // MaxBacklog deliveries (3; MaxDeliveries 100) waiting to retry, the next
 // event to it is refused into the dead letters while the other endpoint

@@ -63,6 +63,9 @@ func (q *DeadLetters) DeadLetters(ctx context.Context, after string, limit int) 
 			return nil, "", deadletter.ErrBadCursor
 		}
 		shard, start = sh, "("+id
+		if id == lastStreamID { // nothing follows it in its shard, and Redis refuses "(" of it
+			shard, start = sh+1, "-"
+		}
 	}
 	for ; shard < q.b.Shards; shard, start = shard+1, "-" {
 		msgs, err := q.b.Client.XRangeN(ctx, keys{q.b}.dead(shard), start, "+", int64(limit+1-len(list))).Result()
@@ -86,6 +89,9 @@ func deadLetter(shard int, m redis.XMessage) deadletter.Letter {
 	return deadletter.Letter{ID: strconv.Itoa(shard) + "." + m.ID, MessageID: str("m"), Endpoint: str("e"), Type: str("t"),
 		Event: []byte(str("d")), Attempts: n, FailedAt: time.UnixMilli(at).UTC(), LastError: str("err")}
 }
+
+// lastStreamID is the greatest id a stream entry may have.
+const lastStreamID = "18446744073709551615-18446744073709551615"
 
 // parseDeadID splits "<shard>.<ms>-<seq>", each number in canonical form
 // only (decimal digits, no sign, no leading zero): "+0.<entry>" or

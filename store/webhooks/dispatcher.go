@@ -50,11 +50,13 @@ import (
 //     taken over with XAUTOCLAIM after ClaimIdle: delivery is at least once.
 //
 // Run is continuous: the pool (Workers sends at most, at most half of them
-// to one endpoint) lives across rounds, and a round never waits for the
-// sends it started, so an endpoint answering at its timeout holds its own
-// workers, never the reading nor the other endpoints' deliveries. What
-// waits in memory is bounded: a delivery read when the pool has no room to
-// send it (its endpoint at its half, or every worker busy) waits there
+// to one endpoint, a worker kept for each endpoint with none in flight,
+// one send at a time to an endpoint whose last try failed: see pool)
+// lives across rounds, and a round never waits for the sends it started,
+// so endpoints answering at their timeout hold their own workers, never
+// the reading nor the other endpoints' deliveries. What waits in memory
+// is bounded: a delivery read when the pool has no room to send it (its
+// endpoint at its share, or every worker busy) waits there
 // (32·Workers in all, 16·Workers for one endpoint, ClaimIdle/2 after it was
 // read at most); one with no room to wait, or dropped after that time,
 // stays pending for this consumer, unsent. Each round scans the consumer's
@@ -373,6 +375,7 @@ func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
 		ids = append(ids, ep.ID)
 	}
 	d.eps.Store(e)
+	d.pool.setEndpoints(ids)
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.WebhookEndpoints(ids)
 	}
@@ -509,197 +512,6 @@ func (d *Dispatcher) reportBacklog(ctx context.Context) error {
 	}
 	d.cfg.Metrics.WebhookBacklog(out)
 	return nil
-}
-
-// pool is the dispatcher's sends, across rounds: Workers in flight at
-// most, at most perEndpoint of them to one endpoint, and never the same
-// delivery twice at once (an entry of this consumer's pending list, read
-// again by a scan or by XAUTOCLAIM while its send runs or waits, is
-// skipped). A delivery with no room to start waits in memory, bounded:
-// waitCap in all, waitPerEndpoint for one endpoint, and for maxWait after
-// it was read at most (it is dropped then: it stays pending and a later
-// scan reads it again, so its send never starts when another instance
-// may have taken it over, ClaimIdle after that read); one with no room to
-// wait is refused. A send whose settle failed (Redis refused or lost it:
-// a full Redis refuses a failed try's move to the retries) is not started
-// again for maxWait: its delivery stays pending, and every round's scan
-// read it and sent it again at once.
-type pool struct {
-	mu              sync.Mutex
-	workers         int
-	perEndpoint     int
-	waitCap         int
-	waitPerEndpoint int
-	maxWait         time.Duration
-	busy            int
-	byEndpoint      map[string]int      // sends in flight per endpoint
-	waiting         map[string][]queued // per endpoint, oldest first
-	nWaiting        int
-	held            map[string]bool      // shard/entry id of each send in flight or waiting
-	ended           map[string]bool      // shard/entry id of each send ended since the last mark
-	unsettled       map[string]time.Time // shard/entry id of each send whose settle failed: not started again before then
-	settleWait      time.Duration
-	errs            []error
-	wg              sync.WaitGroup // one per send in flight or waiting
-	freed           chan struct{}  // a worker fell idle (capacity 1: a wake-up, not a count)
-}
-
-// queued is a send waiting in the pool.
-type queued struct {
-	ctx           context.Context
-	key, endpoint string
-	send          func() error
-	readAt        time.Time
-}
-
-func newPool(workers int, claimIdle time.Duration) *pool {
-	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
-		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, waiting: map[string][]queued{},
-		held: map[string]bool{}, ended: map[string]bool{}, unsettled: map[string]time.Time{}, settleWait: claimIdle / 2,
-		freed: make(chan struct{}, 1)}
-}
-
-// hasRoom says whether start could take a delivery of an endpoint with
-// room: a worker is idle or one more may wait.
-func (p *pool) hasRoom() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.busy < p.workers || p.nWaiting < p.waitCap
-}
-
-// mark is called before each read of deliveries whose entries go to
-// start: a send that ends from then on is settled (acknowledged, or moved
-// to the retries) after that read may have returned its entry, so start
-// refuses it until the next mark. The reads and starts are one
-// goroutine's (Run's, or Step's), one round after another.
-func (p *pool) mark() {
-	p.mu.Lock()
-	clear(p.ended)
-	now := time.Now()
-	for key, until := range p.unsettled {
-		if !now.Before(until) {
-			delete(p.unsettled, key)
-		}
-	}
-	p.mu.Unlock()
-}
-
-// start takes the send of the delivery key to endpoint, read just now,
-// unless ctx has ended, it is in flight or waiting already, or its send
-// ended since the read began (mark): it runs at once if a worker and the
-// endpoint have room, else waits if it may; taken says it did either.
-func (p *pool) start(ctx context.Context, key, endpoint string, send func() error) (taken bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ctx.Err() != nil || p.held[key] || p.ended[key] { // ctx checked under mu: a send that ended after it did makes room for none
-		return false
-	}
-	if until, ok := p.unsettled[key]; ok && time.Now().Before(until) {
-		return false
-	}
-	q := queued{ctx: ctx, key: key, endpoint: endpoint, send: send, readAt: time.Now()}
-	switch {
-	case p.busy < p.workers && p.byEndpoint[endpoint] < p.perEndpoint:
-		p.busy++
-		p.byEndpoint[endpoint]++
-		go p.run(q)
-	case p.nWaiting < p.waitCap && len(p.waiting[endpoint]) < p.waitPerEndpoint:
-		p.waiting[endpoint] = append(p.waiting[endpoint], q)
-		p.nWaiting++
-	default:
-		return false
-	}
-	p.held[key] = true
-	p.wg.Add(1)
-	return true
-}
-
-// run sends q, then the waiting sends its worker has room for, one at a
-// time, until none.
-func (p *pool) run(q queued) {
-	for {
-		err := q.send()
-		p.mu.Lock()
-		if err != nil {
-			p.errs = append(p.errs, err)
-			p.unsettled[q.key] = time.Now().Add(p.settleWait)
-		}
-		p.busy--
-		if p.byEndpoint[q.endpoint]--; p.byEndpoint[q.endpoint] == 0 {
-			delete(p.byEndpoint, q.endpoint)
-		}
-		delete(p.held, q.key)
-		p.ended[q.key] = true
-		p.wg.Done()
-		next, ok := p.next()
-		if ok {
-			p.busy++
-			p.byEndpoint[next.endpoint]++
-		}
-		p.mu.Unlock()
-		if !ok {
-			select {
-			case p.freed <- struct{}{}:
-			default:
-			}
-			return
-		}
-		q = next
-	}
-}
-
-// next takes the oldest waiting send of an endpoint with room (a worker
-// is idle: the caller's), dropping on the way those whose ctx ended or
-// that waited past maxWait; p.mu held.
-func (p *pool) next() (queued, bool) {
-	for ep, list := range p.waiting {
-		for len(list) > 0 && (list[0].ctx.Err() != nil || time.Since(list[0].readAt) > p.maxWait) {
-			p.drop(list[0])
-			list = list[1:]
-		}
-		if len(list) == 0 {
-			delete(p.waiting, ep)
-			continue
-		}
-		p.waiting[ep] = list
-		if p.byEndpoint[ep] < p.perEndpoint {
-			q := list[0]
-			if p.waiting[ep] = list[1:]; len(list) == 1 {
-				delete(p.waiting, ep)
-			}
-			p.nWaiting--
-			return q, true
-		}
-	}
-	return queued{}, false
-}
-
-// drop forgets the waiting send q: its delivery stays pending; p.mu held.
-func (p *pool) drop(q queued) {
-	delete(p.held, q.key)
-	p.nWaiting--
-	p.wg.Done()
-}
-
-// dropWaiting forgets every waiting send (shutting down).
-func (p *pool) dropWaiting() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for ep, list := range p.waiting {
-		for _, q := range list {
-			p.drop(q)
-		}
-		delete(p.waiting, ep)
-	}
-}
-
-// takeErrs returns the errors of the sends ended since the last call.
-func (p *pool) takeErrs() []error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	errs := p.errs
-	p.errs = nil
-	return errs
 }
 
 // age is how long ago, by Config.Now, the stream entry id was added.
@@ -937,7 +749,7 @@ func (d *Dispatcher) startAll(ctx, sendCtx context.Context, shard int, dels stri
 			continue
 		}
 		ep, _ := e.Values["e"].(string)
-		if d.pool.start(ctx, strconv.Itoa(shard)+"/"+e.ID, ep, func() error { return d.deliver(sendCtx, shard, e) }) {
+		if d.pool.start(ctx, strconv.Itoa(shard)+"/"+e.ID, ep, func() (bool, error) { return d.deliver(sendCtx, shard, e) }) {
 			n++
 		}
 	}
@@ -1018,8 +830,10 @@ func (d *Dispatcher) groupLost(stream string, err error) error {
 	return err
 }
 
-// deliver sends one delivery entry and settles it.
-func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) error {
+// deliver sends one delivery entry and settles it: tried says whether the
+// endpoint took it (a try cut by ctx, shutting down, says true: it says
+// nothing of the endpoint), err whether the settling failed.
+func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (tried bool, err error) {
 	str := func(f string) string { v, _ := e.Values[f].(string); return v }
 	n, _ := strconv.Atoi(str("n"))
 	wd := Delivery{MessageID: str("m"), Endpoint: str("e"), Type: str("t"), Event: []byte(str("d")), RetryCount: n}
@@ -1038,22 +852,22 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
 		}
-		return redisx.Wrap(err)
+		return true, redisx.Wrap(err)
 	}
 	if ctx.Err() != nil { // shutting down: leave it pending for XAUTOCLAIM
-		return nil
+		return true, nil
 	}
 	due := d.cfg.Now().Add(d.backoff(n + 1))
 	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard), backlog: k.backlog(shard), recount: k.recount(shard),
 		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
 	if err != nil {
-		return redisx.Wrap(err)
+		return false, redisx.Wrap(err)
 	}
 	if d.cfg.Metrics != nil && out != "gone" {
 		d.cfg.Metrics.WebhookDelivered(wd.Endpoint, out)
 	}
-	return nil
+	return false, nil
 }
 
 // backoff is the wait before the retry-th retry: full jitter over an

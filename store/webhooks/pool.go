@@ -1,0 +1,276 @@
+package webhooks
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pool is the dispatcher's sends, across rounds: Workers in flight at
+// most, and never the same delivery twice at once (an entry of this
+// consumer's pending list, read again by a scan or by XAUTOCLAIM while its
+// send runs or waits, is skipped). Slow endpoints cannot hold the others'
+// deliveries (room):
+//   - one endpoint has at most perEndpoint sends in flight (half the
+//     workers, one at least);
+//   - an endpoint with none in flight is kept a worker: another endpoint's
+//     second and later sends leave one idle worker for each configured
+//     endpoint with none in flight (half the workers at most), so two or
+//     more endpoints that hang cannot take every worker between them;
+//   - an endpoint whose last try failed (an error, a refusal, its timeout:
+//     the answer of an endpoint down) has one send in flight at a time
+//     until a try succeeds, and such endpoints together at most half the
+//     workers: however many hang, the others keep half the pool once each
+//     of them failed a try.
+//
+// With one worker no endpoint is kept apart: a slow one holds it.
+//
+// A delivery with no room to start waits in memory, bounded: waitCap in
+// all, waitPerEndpoint for one endpoint, and for maxWait after it was read
+// at most (it is dropped then: it stays pending and a later scan reads it
+// again, so its send never starts when another instance may have taken it
+// over, ClaimIdle after that read); one with no room to wait is refused. A
+// freed worker takes the oldest waiting send of the endpoint with room
+// that has the fewest sends in flight. A send whose settle failed (Redis
+// refused or lost it: a full Redis refuses a failed try's move to the
+// retries) is not started again for maxWait: its delivery stays pending,
+// and every round's scan read it and sent it again at once.
+type pool struct {
+	mu              sync.Mutex
+	workers         int
+	perEndpoint     int
+	endpoints       int // configured (setEndpoints)
+	waitCap         int
+	waitPerEndpoint int
+	maxWait         time.Duration
+	busy            int
+	byEndpoint      map[string]int      // sends in flight per endpoint
+	failing         map[string]bool     // endpoints whose last settled try failed
+	waiting         map[string][]queued // per endpoint, oldest first
+	nWaiting        int
+	held            map[string]bool      // shard/entry id of each send in flight or waiting
+	ended           map[string]bool      // shard/entry id of each send ended since the last mark
+	unsettled       map[string]time.Time // shard/entry id of each send whose settle failed: not started again before then
+	settleWait      time.Duration
+	errs            []error
+	wg              sync.WaitGroup // one per send in flight or waiting
+	freed           chan struct{}  // a worker fell idle (capacity 1: a wake-up, not a count)
+}
+
+// send is one delivery's try and its settling: tried says whether the
+// endpoint took it (false: it failed, was refused or timed out; a try cut
+// by the dispatcher's shutdown is neither, and says true), err whether
+// its settling failed.
+type send func() (tried bool, err error)
+
+// queued is a send waiting in the pool.
+type queued struct {
+	ctx           context.Context
+	key, endpoint string
+	send          send
+	readAt        time.Time
+}
+
+func newPool(workers int, claimIdle time.Duration) *pool {
+	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
+		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, failing: map[string]bool{}, waiting: map[string][]queued{},
+		held: map[string]bool{}, ended: map[string]bool{}, unsettled: map[string]time.Time{}, settleWait: claimIdle / 2,
+		freed: make(chan struct{}, 1)}
+}
+
+// setEndpoints tells the pool how many endpoints are configured (each
+// with none in flight is kept a worker) and forgets the failures of
+// those no longer configured.
+func (p *pool) setEndpoints(ids []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endpoints = len(ids)
+	in := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	for id := range p.failing {
+		if !in[id] {
+			delete(p.failing, id)
+		}
+	}
+}
+
+// room says whether a send to endpoint may start now (see pool); p.mu
+// held.
+func (p *pool) room(endpoint string) bool {
+	n := p.byEndpoint[endpoint]
+	if p.busy >= p.workers || n >= p.perEndpoint {
+		return false
+	}
+	if p.failing[endpoint] {
+		if n > 0 {
+			return false
+		}
+		inFailing := 0
+		for ep := range p.failing {
+			inFailing += p.byEndpoint[ep]
+		}
+		return inFailing < p.perEndpoint
+	}
+	if n == 0 {
+		return true
+	}
+	// endpoint is one of byEndpoint's: the others configured, none in flight
+	idle := max(p.endpoints-len(p.byEndpoint), 0)
+	return p.busy < p.workers-min(idle, p.workers/2)
+}
+
+// hasRoom says whether start could take a delivery of an endpoint with
+// room: a worker is idle or one more may wait.
+func (p *pool) hasRoom() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy < p.workers || p.nWaiting < p.waitCap
+}
+
+// mark is called before each read of deliveries whose entries go to
+// start: a send that ends from then on is settled (acknowledged, or moved
+// to the retries) after that read may have returned its entry, so start
+// refuses it until the next mark. The reads and starts are one
+// goroutine's (Run's, or Step's), one round after another.
+func (p *pool) mark() {
+	p.mu.Lock()
+	clear(p.ended)
+	now := time.Now()
+	for key, until := range p.unsettled {
+		if !now.Before(until) {
+			delete(p.unsettled, key)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// start takes the send of the delivery key to endpoint, read just now,
+// unless ctx has ended, it is in flight or waiting already, or its send
+// ended since the read began (mark): it runs at once if there is room
+// for it, else waits if it may; taken says it did either.
+func (p *pool) start(ctx context.Context, key, endpoint string, fn send) (taken bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ctx.Err() != nil || p.held[key] || p.ended[key] { // ctx checked under mu: a send that ended after it did makes room for none
+		return false
+	}
+	if until, ok := p.unsettled[key]; ok && time.Now().Before(until) {
+		return false
+	}
+	q := queued{ctx: ctx, key: key, endpoint: endpoint, send: fn, readAt: time.Now()}
+	switch {
+	case p.room(endpoint):
+		p.busy++
+		p.byEndpoint[endpoint]++
+		go p.run(q)
+	case p.nWaiting < p.waitCap && len(p.waiting[endpoint]) < p.waitPerEndpoint:
+		p.waiting[endpoint] = append(p.waiting[endpoint], q)
+		p.nWaiting++
+	default:
+		return false
+	}
+	p.held[key] = true
+	p.wg.Add(1)
+	return true
+}
+
+// run sends q, then the waiting sends its worker has room for, one at a
+// time, until none.
+func (p *pool) run(q queued) {
+	for {
+		tried, err := q.send()
+		p.mu.Lock()
+		if err != nil {
+			p.errs = append(p.errs, err)
+			p.unsettled[q.key] = time.Now().Add(p.settleWait)
+		}
+		if tried {
+			delete(p.failing, q.endpoint)
+		} else {
+			p.failing[q.endpoint] = true
+		}
+		p.busy--
+		if p.byEndpoint[q.endpoint]--; p.byEndpoint[q.endpoint] == 0 {
+			delete(p.byEndpoint, q.endpoint)
+		}
+		delete(p.held, q.key)
+		p.ended[q.key] = true
+		p.wg.Done()
+		next, ok := p.next()
+		if ok {
+			p.busy++
+			p.byEndpoint[next.endpoint]++
+		}
+		p.mu.Unlock()
+		if !ok {
+			select {
+			case p.freed <- struct{}{}:
+			default:
+			}
+			return
+		}
+		q = next
+	}
+}
+
+// next takes the oldest waiting send of the endpoint with room that has
+// the fewest sends in flight (a worker is idle: the caller's), dropping
+// on the way those whose ctx ended or that waited past maxWait; p.mu
+// held.
+func (p *pool) next() (queued, bool) {
+	best := ""
+	for ep, list := range p.waiting {
+		for len(list) > 0 && (list[0].ctx.Err() != nil || time.Since(list[0].readAt) > p.maxWait) {
+			p.drop(list[0])
+			list = list[1:]
+		}
+		if len(list) == 0 {
+			delete(p.waiting, ep)
+			continue
+		}
+		p.waiting[ep] = list
+		if p.room(ep) && (best == "" || p.byEndpoint[ep] < p.byEndpoint[best]) {
+			best = ep
+		}
+	}
+	if best == "" {
+		return queued{}, false
+	}
+	list := p.waiting[best]
+	q := list[0]
+	if p.waiting[best] = list[1:]; len(list) == 1 {
+		delete(p.waiting, best)
+	}
+	p.nWaiting--
+	return q, true
+}
+
+// drop forgets the waiting send q: its delivery stays pending; p.mu held.
+func (p *pool) drop(q queued) {
+	delete(p.held, q.key)
+	p.nWaiting--
+	p.wg.Done()
+}
+
+// dropWaiting forgets every waiting send (shutting down).
+func (p *pool) dropWaiting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ep, list := range p.waiting {
+		for _, q := range list {
+			p.drop(q)
+		}
+		delete(p.waiting, ep)
+	}
+}
+
+// takeErrs returns the errors of the sends ended since the last call.
+func (p *pool) takeErrs() []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	errs := p.errs
+	p.errs = nil
+	return errs
+}
