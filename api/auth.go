@@ -60,6 +60,9 @@ type Identity struct {
 	// Stream is the one stream a stream token opens ("room:<id>",
 	// "lobby"); "" for an identity token.
 	Stream string
+	// key is the print of the studio key that verified the token (of a
+	// stream token: of its identity token); "" for the server's own.
+	key string
 }
 
 // maxVerifiedBytes bounds the cache of checked tokens, each weighed as its
@@ -94,6 +97,10 @@ func (a *Auth) now() time.Time {
 // the new keys, and one still holding the old cache remembers its token
 // there, where nobody looks again.
 func (a *Auth) SetKeys(keys []Key) {
+	keys = slices.Clone(keys)
+	for i := range keys {
+		keys[i].print = keyPrint(keys[i])
+	}
 	a.keys.Store(&keys)
 	a.verified.Store(nil)
 }
@@ -184,7 +191,7 @@ func (a *Auth) verify(token string) (Identity, error) {
 		return Identity{}, fmt.Errorf("token subject must not start with %q (the API keys' user ids): %w", keyUserPrefix, errUnauthenticated)
 	}
 	return Identity{User: rooms.User{ID: c.Subject, Name: tokenName(c.Name)}, Expires: c.ExpiresAt.Time,
-		ServerIssued: key.server}, nil
+		ServerIssued: key.server, key: key.key.print}, nil
 }
 
 // reason says in a few words why golang-jwt refused a token, without

@@ -4,6 +4,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +23,25 @@ type Key struct {
 	ID       string
 	Alg      string
 	Material any
+
+	// print names the key and its material (SetKeys sets it): a stream
+	// token carries the print of the key of the identity token it was
+	// issued for, and opens nothing once that key is out of force, also
+	// when a kid was given new material.
+	print string
+}
+
+// keyPrint is the kid, algorithm and a digest of the material of k.
+func keyPrint(k Key) string {
+	var material []byte
+	switch m := k.Material.(type) {
+	case []byte:
+		material = m
+	default:
+		material, _ = x509.MarshalPKIXPublicKey(m) // every public key ParseJWKS makes
+	}
+	sum := sha256.Sum256(append([]byte(k.Alg+"\x00"), material...))
+	return k.ID + "." + base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
 // serverKeyID is the kid of the tokens the server signs itself with

@@ -334,6 +334,67 @@ func TestRemovedKeyForgetsItsTokens(t *testing.T) {
 	}
 }
 
+// A stream token issued for a studio's identity token opens nothing once
+// that token's key is out of force: removed from the file, or its kid
+// given other material (an abuse tester's find: they kept opening new
+// streams after the removal, where every REST call was refused). Stream
+// tokens of the server's own tokens and of the keys still in force open
+// theirs.
+func TestStreamTokensOfARemovedKeyOpenNothing(t *testing.T) {
+	s := testStudio(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	a := studioAuth(t, &now, s.file(t))
+	a.GuestEnabled = true
+	g, err := a.Issue("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := func(tok string) string {
+		t.Helper()
+		id, err := a.Verify(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.IssueStream(id, lobbyScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Token
+	}
+	ec := stream(sign(t, jwt.SigningMethodES256, s.ec, "ec-1", rc(now, time.Hour)))
+	hs := stream(sign(t, jwt.SigningMethodHS256, s.hmac, "hs-1", rc(now, time.Hour)))
+	guest := stream(g.Token)
+	opens := func(name, tok string, want bool) {
+		t.Helper()
+		_, err := a.VerifyStream(tok, lobbyScope)
+		if (err == nil) != want {
+			t.Fatalf("%s's stream token opens: %v, want %v", name, err, want)
+		}
+		if err != nil && !errors.Is(err, errUnauthenticated) {
+			t.Fatalf("%s's stream token: %v, want errUnauthenticated", name, err)
+		}
+	}
+	opens("ec-1", ec, true)
+	opens("hs-1", hs, true)
+	other := make([]byte, 32)
+	copy(other, s.hmac)
+	other[0] ^= 1
+	keys, err := ParseJWKS(jwks(jwk(t, s.rsa.Public(), "rsa-1", "RS256"), jwk(t, s.hmac, "hs-1", "HS256")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetKeys(keys)
+	opens("ec-1, removed,", ec, false)
+	opens("hs-1", hs, true)
+	opens("the guest", guest, true)
+	if keys, err = ParseJWKS(jwks(jwk(t, other, "hs-1", "HS256"))); err != nil {
+		t.Fatal(err)
+	}
+	a.SetKeys(keys)
+	opens("hs-1, given other material,", hs, false)
+	opens("the guest", guest, true)
+}
+
 // Refresh renews the server's tokens for the same user, refuses a studio's,
 // and a guest's while guests are off.
 func TestRefresh(t *testing.T) {

@@ -50,6 +50,10 @@ type streamClaims struct {
 	Name      string `json:"name,omitempty"`
 	Scope     string `json:"scope"`
 	ParentExp int64  `json:"pexp"`
+	// ParentKey is the print of the studio key that verified the identity
+	// token (Key.print; none for the server's own tokens): the stream
+	// token opens nothing once that key is out of force.
+	ParentKey string `json:"pkey,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -72,7 +76,7 @@ func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) 
 	if id.Expires.Before(exp) {
 		exp = id.Expires.Truncate(time.Second)
 	}
-	c := streamClaims{Name: id.User.Name, Scope: scope, ParentExp: id.Expires.Unix(),
+	c := streamClaims{Name: id.User.Name, Scope: scope, ParentExp: id.Expires.Unix(), ParentKey: id.key,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: id.User.ID, Audience: jwt.ClaimStrings{streamAudience},
 			ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now)}}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
@@ -84,9 +88,11 @@ func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) 
 // VerifyStream checks a stream token for scope's stream and returns its
 // identity, whose Expires is the identity token's. A valid stream token
 // for another stream, or an identity token, is errStreamTokenRequired;
-// anything else errUnauthenticated. A stream token may open its stream any
-// number of times until it expires (reconnects): it is bound to one user
-// and one stream, so a leaked one gives at most a minute of that stream.
+// anything else errUnauthenticated, as is one whose identity token's studio
+// key is no longer in force (removed from the keys file, or given other
+// material). A stream token may open its stream any number of times until
+// it expires (reconnects): it is bound to one user and one stream, so a
+// leaked one gives at most a minute of that stream.
 func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 	c, err := a.parseStream(token)
 	if err != nil {
@@ -102,7 +108,20 @@ func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 	if c.Subject == "" {
 		return Identity{}, fmt.Errorf("stream token without subject: %w", errUnauthenticated)
 	}
-	return Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope}, nil
+	if c.ParentKey != "" && !a.inForce(c.ParentKey) {
+		return Identity{}, fmt.Errorf("the key that signed the identity token this stream token was issued for is no longer in force: %w", errUnauthenticated)
+	}
+	return Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope, key: c.ParentKey}, nil
+}
+
+// inForce reports whether a studio key of print p is among the keys in use.
+func (a *Auth) inForce(p string) bool {
+	for _, k := range a.Keys() {
+		if k.print == p {
+			return true
+		}
+	}
+	return false
 }
 
 // identityInURL is the refusal of an identity token in the URL of scope's
