@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -190,6 +191,54 @@ func TestBodyDeadline(t *testing.T) {
 	time.Sleep(timeout + 500*time.Millisecond) // past the request timeout
 	want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"late":true}`, "Content-Type", "application/merge-patch+json"), 200, "")
 	readUntil(`"late":true`)
+}
+
+// A request whose body the server does not read whole (over its route's
+// cap by its Content-Length, over it as it arrives, or not there within
+// the request timeout) is answered, and its connection closed within the
+// request timeout when the client sends nothing more: net/http reads what
+// is left of a declared body before it closes a connection, and without a
+// deadline waited for a client that sent nothing more for good (an abuse
+// tester held 3 000 connections and their goroutines so, past the idle
+// timeout and the shutdown's).
+func TestUnreadBodyClosesTheConnection(t *testing.T) {
+	const timeout = time.Second
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, _ *store.Store, _ string) { c.RequestTimeout = timeout })
+	u, _ := url.Parse(e.url)
+	for _, tc := range []struct {
+		name, request string
+		status        int
+	}{
+		{"declared over the cap", "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", 413},
+		{"declared over the cap of a route without a body", "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413},
+		{"declared over the cap of no route", "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413},
+		{"over the cap as it arrives", "POST /v1/rooms/join-by-code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + strings.Repeat("x", 0x800) + "\r\n", 413},
+		{"withheld", "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{\"na", 408},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, tc.request); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bounded wait: the close comes a request timeout (1 s) after the answer
+			br := bufio.NewReader(conn)
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			io.Copy(io.Discard, res.Body)
+			if res.StatusCode != tc.status || !res.Close {
+				t.Fatalf("%d (Connection: close %v), want %d and close", res.StatusCode, res.Close, tc.status)
+			}
+			if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+				t.Fatalf("after the answer the connection is still open: read %d, %v (want EOF)", n, err)
+			}
+		})
+	}
 }
 
 // Requests but event streams run with the request timeout as their

@@ -137,6 +137,11 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		want(t, e.do("GET", "/no/such/"+ids[0], "", nil), 404, "NOT_FOUND")
 		want(t, e.do("GET", "/v1/rooms/"+ids[1]+"/nothing", owner, nil), 404, "NOT_FOUND")
 		want(t, e.do("BREW", "/v1/rooms", owner, nil), 405, "METHOD_NOT_ALLOWED")
+		// a body over its route's cap is refused before routing, and
+		// counted under its route all the same (it was "unmatched")
+		big := `{"name":"` + strings.Repeat("x", 100<<10) + `"}`
+		want(t, e.do("POST", "/v1/rooms", owner, big, "Content-Type", "application/json"), 413, "PAYLOAD_TOO_LARGE")
+		want(t, e.do("POST", "/no/such", owner, big, "Content-Type", "application/json"), 413, "PAYLOAD_TOO_LARGE")
 
 		s := e.open("/v1/rooms/" + ids[2] + "/events?token=" + e.streamToken(owner, "/v1/rooms/"+ids[2]))
 		s.next() // the snapshot
@@ -163,6 +168,8 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			{"realsync_http_request_duration_seconds", []string{"route", joinRoute, "method", "POST"}, float64(joins + 1)},
 			{"realsync_http_requests_total", []string{"route", "unmatched", "status", "404"}, 2},
 			{"realsync_http_requests_total", []string{"route", "unmatched", "method", "other", "status", "405"}, 1},
+			{"realsync_http_requests_total", []string{"route", "/v1/rooms", "method", "POST", "status", "413"}, 1},
+			{"realsync_http_requests_total", []string{"route", "unmatched", "method", "POST", "status", "413"}, 1},
 			{"realsync_http_requests_total", []string{"route", eventsRoute, "method", "GET", "status", "200"}, 1},
 			{"realsync_script_calls_total", []string{"script", "room_join", "outcome", "OK"}, float64(joins)},
 			{"realsync_script_calls_total", []string{"script", "room_join", "outcome", "ROOM_FULL"}, 1},
