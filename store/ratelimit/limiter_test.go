@@ -109,6 +109,41 @@ func TestBurstThenRefused(t *testing.T) {
 	})
 }
 
+// A limit raised since a counter was written (a restart with other
+// REALSYNC_RATE_LIMITS) counts it as a full burst of the new limit at
+// most: refused for one interval of the new limit, not for what the old
+// one had left to drain (an abuse tester raised the guests' 60 an hour to
+// 100 a minute after 55 guests: refused with Retry-After 3 297 s).
+func TestRaisedLimitRefusesAnIntervalAtMost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		hourly := limits.Limit{Rate: 60, Period: time.Hour, Burst: 60}
+		for i := range 55 {
+			if d := b.do(t, limits.Take, user("nat", hourly))[0]; !d.Allowed {
+				t.Fatalf("request %d of the old limit refused: %+v", i+1, d)
+			}
+		}
+		raised := limits.Limit{Rate: 100, Period: time.Minute, Burst: 100}
+		d := b.do(t, limits.Take, user("nat", raised))[0]
+		if d.Allowed || d.Retry <= 0 || d.Retry > 600*time.Millisecond {
+			t.Fatalf("under the raised limit: %+v, want refused for at most its interval (600ms)", d)
+		}
+		if d.Reset > time.Minute {
+			t.Fatalf("under the raised limit: reset after %v, want a minute at most", d.Reset)
+		}
+		time.Sleep(d.Retry)
+		if d := b.do(t, limits.Take, user("nat", raised))[0]; !d.Allowed {
+			t.Fatalf("one interval of the raised limit later: %+v, want allowed", d)
+		}
+		// unchanged settings are unchanged: a full burst, then one interval
+		for range 5 {
+			b.do(t, limits.Take, user("same", slow))
+		}
+		if d := b.do(t, limits.Take, user("same", slow))[0]; d.Allowed || d.Retry <= 59*time.Minute {
+			t.Fatalf("past the burst: %+v, want refused for about an hour", d)
+		}
+	})
+}
+
 // Checks in one call are independent: a refused one does not stop the
 // others being counted, and each gets its own decision.
 func TestChecksIndependent(t *testing.T) {
