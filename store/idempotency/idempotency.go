@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	contract "github.com/realsync/realsync/internal/idempotency"
@@ -51,20 +52,53 @@ func (c call) KeysArgs() ([]string, []any) {
 
 // lateMargin is how long after its caller gave up a claim is still made:
 // Redis' clock and this instance's may differ by that much, and a claim
-// refused while its caller still waits is a 503.
+// refused while its caller still waits is a 503. A Redis whose clock is
+// further ahead is learned (Store.leads).
 const lateMargin = time.Second
+
+// leadKept is how long a Redis clock's lead learned from a claim refused
+// LATE is added to claims' deadlines: then a claim may be refused again
+// (one round trip more), and learns it anew.
+const leadKept = 10 * time.Minute
 
 // Store implements contract.Store on the store's Redis.
 type Store struct {
 	b      *redisx.Base
 	budget int
+	// leads is, per user shard, how far ahead of this instance's clock
+	// Redis' was found (a claim refused LATE while its call still waited:
+	// an instance whose clock is behind Redis' by more than lateMargin
+	// had every keyed write refused 503, an abuse tester's find), added
+	// to claims' deadlines for leadKept.
+	leads []lead
+	// behind sets this instance's clock back, for tests.
+	behind time.Duration
+}
+
+// lead is a Redis clock's lead over this instance's, in ms, and when it
+// was learned (Unix ms of this instance's clock).
+type lead struct{ ms, at atomic.Int64 }
+
+// leadOf is the lead learned for shard, 0 once leadKept old.
+func (s *Store) leadOf(shard int, now time.Time) int64 {
+	l := &s.leads[shard]
+	if now.UnixMilli()-l.at.Load() > leadKept.Milliseconds() {
+		return 0
+	}
+	return l.ms.Load()
 }
 
 var _ contract.Store = (*Store)(nil)
 
 // New keeps records with b's client, in b's key layout, each user's
 // within contract.Budget.
-func New(b *redisx.Base) *Store { return &Store{b: b, budget: contract.Budget} }
+func New(b *redisx.Base) *Store {
+	return &Store{b: b, budget: contract.Budget, leads: make([]lead, b.Shards)}
+}
+
+// WithClockBehind sets this instance's clock d behind Redis' as Claim
+// reads it (tests: clocks apart), and returns s.
+func (s *Store) WithClockBehind(d time.Duration) *Store { s.behind = d; return s }
 
 // WithBudget sets the bytes of answers one user's records may hold
 // (tests: a small one), and returns s.
@@ -91,19 +125,39 @@ func (s *Store) key(scope, key string) string {
 }
 
 // Claim implements contract.Store with one script. A claim Redis would
-// run after this call gave up is not made (idempotency.lua's ARGV[9]).
+// run after this call gave up is not made (idempotency.lua's ARGV[9]): by
+// this instance's clock, plus lateMargin and the lead Redis' clock was
+// found to have (Store.leads). A claim refused so while its call still
+// waits by this instance's clock (the clocks are apart) learns the lead
+// from the time Redis answered with, and is sent again once with it.
 func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (contract.Claim, error) {
 	c := call{key: s.key(scope, key), op: "claim", token: rand.Text(),
 		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
 	s.ledger(&c, scope)
-	if ends := s.b.Bound.Ends(ctx); !ends.IsZero() {
-		c.by = ends.Add(lateMargin).UnixMilli()
+	shard := s.b.UserShard(scope)
+	ends := s.b.Bound.Ends(ctx)
+	if !ends.IsZero() {
+		ends = ends.Add(-s.behind)
+		c.by = ends.Add(lateMargin).UnixMilli() + s.leadOf(shard, time.Now().Add(-s.behind))
 	}
 	res, err := s.b.Runner.Run(ctx, c).Slice()
 	if err != nil {
 		return contract.Claim{}, redisx.Wrap(err)
 	}
 	status, _ := res[0].(string)
+	if now := time.Now().Add(-s.behind); status == "LATE" && len(res) == 2 && now.Before(ends.Add(lateMargin)) {
+		redisMs, _ := res[1].(string)
+		if ms, err := strconv.ParseInt(redisMs, 10, 64); err == nil && ms > now.UnixMilli() {
+			l := &s.leads[shard]
+			l.ms.Store(ms - now.UnixMilli())
+			l.at.Store(now.UnixMilli())
+			c.by = ends.Add(lateMargin).UnixMilli() + (ms - now.UnixMilli())
+			if res, err = s.b.Runner.Run(ctx, c).Slice(); err != nil {
+				return contract.Claim{}, redisx.Wrap(err)
+			}
+			status, _ = res[0].(string)
+		}
+	}
 	switch {
 	case status == "NEW":
 		return contract.Claim{Outcome: contract.New, Key: c.key, Token: c.token, Scope: scope}, nil
@@ -115,7 +169,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 		return contract.Claim{Outcome: contract.Mismatch}, nil
 	case status == "IN_USE":
 		return contract.Claim{Outcome: contract.InUse}, nil
-	case status == "LATE": // only with clocks apart by more than lateMargin
+	case status == "LATE": // a call that gave up, or clocks drifting apart faster than learned
 		return contract.Claim{}, fmt.Errorf("%w: the key's claim reached Redis after its call gave up", rooms.ErrUnavailable)
 	case status == "DONE" && len(res) == 5:
 		code, _ := res[1].(string)

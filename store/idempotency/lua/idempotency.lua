@@ -20,7 +20,8 @@
 -- ARGV[11] claim: how long an answer is kept (ms), after which it leaves
 --          the budget
 -- Replies: claim {"NEW"} | {"MISMATCH"} | {"IN_USE"} |
---          {"DONE", code, ct, loc, body} | {"LATE"} (nothing written) |
+--          {"DONE", code, ct, loc, body} | {"LATE", Redis' time in ms}
+--          (nothing written) |
 --          {"OVER", ms until the oldest kept answer expires} (nothing
 --          written); record {"OK"} | {"LOST"} (the hold passed and another
 --          claimed it); release {"OK"}
@@ -32,7 +33,10 @@ local function now_ms()
 end
 if op == 'claim' then
   local by = tonumber(ARGV[9]) or 0
-  if by > 0 and now_ms() > by then return {'LATE'} end
+  if by > 0 then
+    local now = now_ms()
+    if now > by then return {'LATE', tostring(now)} end
+  end
   local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'code', 'ct', 'loc', 'body')
   if not r[1] then
     if budget > 0 then
