@@ -254,6 +254,11 @@ type Config struct {
 	// counts (one HGETALL a shard, pipelined) for Metrics.WebhookBacklog;
 	// default 5 s.
 	BacklogEvery time.Duration
+	// ConsumerIdle is how long another instance's consumer of a stream,
+	// holding no entry, stays in the group (an instance that died); the
+	// sweep that removes such consumers runs that often; default 10
+	// minutes.
+	ConsumerIdle time.Duration
 	// Poll is the pause between rounds that started nothing (cut short
 	// when a send ends); default 250 ms.
 	Poll time.Duration
@@ -293,6 +298,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBacklog <= 0 || c.MaxBacklog > c.MaxDeliveries {
 		c.MaxBacklog = c.MaxDeliveries
+	}
+	if c.ConsumerIdle <= 0 {
+		c.ConsumerIdle = 10 * time.Minute
 	}
 	if c.RecountEvery < time.Millisecond {
 		c.RecountEvery = time.Minute
@@ -335,6 +343,9 @@ type Dispatcher struct {
 	// backlogAt is when the last round read the backlogs for
 	// Metrics.WebhookBacklog (d.mu)
 	backlogAt time.Time
+	// sweptAt is when the last round swept the streams' consumers
+	// (sweepConsumers; d.mu)
+	sweptAt time.Time
 	// refusedErr is the lastError of a delivery refused for its
 	// endpoint's backlog.
 	refusedErr string
@@ -394,7 +405,8 @@ func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
 // waits up to ShutdownWait for the sends in flight to end and settle;
 // those still running then are cut and left pending in the consumer
 // group, as every delivery read and not sent is, for another instance to
-// take over after ClaimIdle.
+// take over after ClaimIdle. Then it removes its consumer from the
+// streams where it holds nothing (see consumers.go), within leaveWait.
 func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 	sendCtx, cut := context.WithCancel(context.WithoutCancel(ctx))
 	defer cut()
@@ -423,7 +435,15 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 		cut()
 		<-ended
 	}
+	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveWait)
+	defer cancel()
+	if err := d.leave(leaveCtx); err != nil && onErr != nil {
+		onErr(err)
+	}
 }
+
+// leaveWait bounds Run's removal of its consumer (leave) as it stops.
+const leaveWait = 2 * time.Second
 
 // Step runs one round over every shard (see round) and then waits for
 // every send in flight to end and settle: a deterministic round for tests
@@ -459,6 +479,9 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 		if err := d.recount(ctx, shard); err != nil {
 			errs = append(errs, fmt.Errorf("webhooks shard %d: the backlog's recount: %w", shard, err))
 		}
+	}
+	if err := d.sweepConsumers(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.WebhookLag(lag)

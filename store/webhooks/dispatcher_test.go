@@ -510,6 +510,101 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 	}
 }
 
+// consumersOf are the consumer names of the group on every shard's outbox
+// and deliveries streams.
+func consumersOf(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	var out []string
+	for sh := range s.Base().Shards {
+		tag := s.Base().Tag(sh)
+		for _, stream := range []string{tag + ":webhooks", tag + ":webhooks:deliveries"} {
+			cs, err := s.Client().XInfoConsumers(context.Background(), stream, "wh").Result()
+			if err != nil { // no stream, or no group yet
+				continue
+			}
+			for _, c := range cs {
+				if !slices.Contains(out, c.Name) {
+					out = append(out, c.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestWebhooksConsumersDoNotPileUp: every instance reads the streams as a
+// consumer of its own name, which the group kept for good (an abuse
+// tester's five starts left five). A sweep removes other instances'
+// consumers that hold nothing and idled ConsumerIdle, never one with a
+// delivery pending (a crashed instance's, until another took it over),
+// and an instance that stops removes its own.
+func TestWebhooksConsumersDoNotPileUp(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openWebhooks(t, b)
+			eps := []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}
+			crashCtx, crash := context.WithCancel(context.Background())
+			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Endpoints: eps, ClaimIdle: time.Hour,
+				Send: func(ctx context.Context, d webhooks.Delivery) error {
+					crash() // the instance dies mid-delivery
+					return ctx.Err()
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := roomEvents(t, s)
+			a.Step(crashCtx) //nolint:errcheck // it dies in the middle
+			tag, _ := s.RoomTag(id)
+			// an instance that read and died holding nothing
+			if err := s.Client().XGroupCreateConsumer(context.Background(), tag+":webhooks:deliveries", "wh", "gone").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := consumersOf(t, s); !slices.Equal(got, []string{"a", "gone"}) {
+				t.Fatalf("consumers %v, want a and gone", got)
+			}
+			rec := &hookRecorder{down: map[string]bool{}}
+			// no takeover yet (ClaimIdle an hour): a keeps its delivery
+			patient, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "b", Endpoints: eps, Send: rec.send,
+				ClaimIdle: time.Hour, ConsumerIdle: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			drain(t, patient)
+			// b itself, where its reads of nothing made it a consumer (Redis;
+			// not the embedded store)
+			if got := consumersOf(t, s); !slices.Equal(got, []string{"a", "b"}) && !slices.Equal(got, []string{"a"}) {
+				t.Fatalf("after a sweep: consumers %v, want a (a delivery pending) and b (itself), not gone", got)
+			}
+			bInst, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "b", Endpoints: eps, Send: rec.send,
+				ClaimIdle: 50 * time.Millisecond, ConsumerIdle: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				drain(t, bInst)
+				got := consumersOf(t, s)
+				if slices.Equal(got, []string{"b"}) && slices.Contains(hookTypes(t, rec.of("ep"), id), "room_closed") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("consumers %v, delivered %v: want only b once it took a's delivery over", got, hookTypes(t, rec.of("ep"), id))
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { defer close(ran); bInst.Run(ctx, nil) }()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+			<-ran
+			if got := consumersOf(t, s); len(got) != 0 {
+				t.Fatalf("after the last instance stopped: consumers %v, want none", got)
+			}
+		})
+	}
+}
+
 // SetEndpoints (the endpoints file reloaded): events fanned out after it go
 // to the new endpoints only; a delivery waiting for a removed endpoint is
 // not sent again and ends in the dead letters saying why.

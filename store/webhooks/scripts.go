@@ -60,6 +60,9 @@ var replayLua string
 //go:embed lua/webhook_recount.lua
 var recountLua string
 
+//go:embed lua/webhook_consumers.lua
+var consumersLua string
+
 // preludeLua is what the scripts that move deliveries and retries ask of
 // a recount's walk, put before them.
 //
@@ -75,7 +78,22 @@ var (
 	// recountScript writes only what it recounts (a hash replaced by one
 	// of about its size)
 	recountScript = redisx.Plain("webhook_recount", recountLua)
+	// consumersScript removes only consumers with nothing pending
+	consumersScript = redisx.Plain("webhook_consumers", consumersLua)
 )
+
+// consumersCall is webhook_consumers.lua: stream's consumers with nothing
+// pending removed, this instance's own (leave) or those of others idle
+// at least idleMs (sweep).
+type consumersCall struct {
+	stream, mode, self string
+	idleMs             int64
+}
+
+func (consumersCall) Script() *redisx.Script { return consumersScript }
+func (c consumersCall) KeysArgs() ([]string, []any) {
+	return []string{c.stream}, []any{group, c.mode, c.self, c.idleMs}
+}
 
 // fanoutCall is webhook_fanout.lua: outbox entry becomes message's
 // delivery to each of endpoints, but for those whose backlog has reached

@@ -18,6 +18,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 			maxBacklog: 10, deadMaxLen: 10, nowMs: 1, refusedErr: "e", endpoints: []string{"a"}},
 		failCall{deliveries: "d", retries: "r", dead: "x", backlog: "b", recount: "c", entry: "1-0", dueMs: 1, maxAttempts: 3, deadMaxLen: 10, nowMs: 1, lastErr: "e"},
 		settleCall{deliveries: "d", backlog: "b", retries: "r", recount: "c", entry: "1-0"},
+		consumersCall{stream: "d", mode: "sweep", self: "i1", idleMs: 1000},
 		dueCall{retries: "r", deliveries: "d", recount: "c", nowMs: 1, limit: 10},
 		replayCall{dead: "x", deliveries: "d", backlog: "b", entry: "1-0", maxBacklog: 10, maxDeliveries: 10, inForce: []string{"a"}},
 		recountCall{deliveries: "d", retries: "r", backlog: "b", recount: "c", checks: "n", step: 10, stepBytes: 1000, ttlMs: 1000, pauseMs: 1000,
