@@ -18,6 +18,8 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/realsync/realsync/api/oapi"
 )
 
 // studio holds a studio's signing keys, one per algorithm family, and the
@@ -334,13 +336,10 @@ func TestRemovedKeyForgetsItsTokens(t *testing.T) {
 	}
 }
 
-// A stream token issued for a studio's identity token opens nothing once
-// that token's key is out of force: removed from the file, or its kid
-// given other material (an abuse tester's find: they kept opening new
-// streams after the removal, where every REST call was refused). Stream
-// tokens of the server's own tokens and of the keys still in force open
-// theirs.
-func TestStreamTokensOfARemovedKeyOpenNothing(t *testing.T) {
+// studioAndGuest is an Auth of the studio's keys with guests on, its
+// clock (settable), and a guest token of alice.
+func studioAndGuest(t *testing.T) (studio, *Auth, *time.Time, oapi.GuestToken) {
+	t.Helper()
 	s := testStudio(t)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	a := studioAuth(t, &now, s.file(t))
@@ -349,6 +348,18 @@ func TestStreamTokensOfARemovedKeyOpenNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, a, &now, g
+}
+
+// A stream token issued for a studio's identity token opens nothing once
+// that token's key is out of force: removed from the file, or its kid
+// given other material (an abuse tester's find: they kept opening new
+// streams after the removal, where every REST call was refused). Stream
+// tokens of the server's own tokens and of the keys still in force open
+// theirs.
+func TestStreamTokensOfARemovedKeyOpenNothing(t *testing.T) {
+	s, a, clock, g := studioAndGuest(t)
+	now := *clock
 	stream := func(tok string) string {
 		t.Helper()
 		id, err := a.Verify(tok)
@@ -398,15 +409,9 @@ func TestStreamTokensOfARemovedKeyOpenNothing(t *testing.T) {
 // Refresh renews the server's tokens for the same user, refuses a studio's,
 // and a guest's while guests are off.
 func TestRefresh(t *testing.T) {
-	s := testStudio(t)
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	a := studioAuth(t, &now, s.file(t))
-	a.GuestEnabled = true
-	g, err := a.Issue("alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(23 * time.Hour)
+	s, a, clock, g := studioAndGuest(t)
+	*clock = clock.Add(23 * time.Hour)
+	now := *clock
 	id, err := a.Verify(g.Token)
 	if err != nil {
 		t.Fatal(err)

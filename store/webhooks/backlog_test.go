@@ -131,6 +131,26 @@ func messageIDs(ds []webhooks.Delivery) map[string]bool {
 	return out
 }
 
+// runUntilDelivered makes the events of rooms rooms and runs d until
+// endpoint ep got that many deliveries, 20 s at most; it returns the
+// number of events made.
+func runUntilDelivered(t *testing.T, s *store.Store, d *webhooks.Dispatcher, rec *hookRecorder, ep string, rooms int) int {
+	t.Helper()
+	for range rooms {
+		roomEvents(t, s)
+	}
+	events := rooms * len(wantRoomEvents)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); d.Run(ctx, nil) }()
+	for deadline := time.Now().Add(20 * time.Second); len(rec.of(ep)) < events && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-ran
+	return events
+}
+
 // TestWebhooksDeadEndpointDoesNotHoldTheOthers: one endpoint is dead
 // (every try hangs to its timeout, or is refused at once), one healthy,
 // and the rooms make more events than the dead one's backlog may hold
@@ -166,18 +186,7 @@ func TestWebhooksDeadEndpointDoesNotHoldTheOthers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for range rooms {
-					roomEvents(t, s)
-				}
-				events := rooms * len(wantRoomEvents)
-				ctx, cancel := context.WithCancel(context.Background())
-				ran := make(chan struct{})
-				go func() { defer close(ran); d.Run(ctx, nil) }()
-				for deadline := time.Now().Add(20 * time.Second); len(rec.of("good")) < events && time.Now().Before(deadline); {
-					time.Sleep(5 * time.Millisecond)
-				}
-				cancel()
-				<-ran
+				events := runUntilDelivered(t, s, d, rec, "good", rooms)
 				good := messageIDs(rec.of("good"))
 				if len(good) != events || len(rec.of("good")) != events {
 					outbox, dels, retries, deadN := webhookKeys(t, s, prefix, 8)
@@ -255,18 +264,7 @@ func TestWebhooksHungEndpointsDoNotHoldTheOthers(t *testing.T) {
 				t.Fatal(err)
 			}
 			const rooms = 5
-			for range rooms {
-				roomEvents(t, s)
-			}
-			events := rooms * len(wantRoomEvents)
-			ctx, cancel := context.WithCancel(context.Background())
-			ran := make(chan struct{})
-			go func() { defer close(ran); d.Run(ctx, nil) }()
-			for deadline := time.Now().Add(20 * time.Second); len(rec.of("good")) < events && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
-			}
-			cancel()
-			<-ran
+			events := runUntilDelivered(t, s, d, rec, "good", rooms)
 			if good := messageIDs(rec.of("good")); len(good) != events || len(rec.of("good")) != events {
 				t.Fatalf("the healthy endpoint got %d deliveries of %d distinct events while two hung, want each of %d once",
 					len(rec.of("good")), len(good), events)

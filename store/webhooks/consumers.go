@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Every instance reads the outbox and deliveries streams of every shard as
@@ -20,13 +19,7 @@ import (
 // shard's streams but this one's that hold nothing and were idle that
 // long (instances that died, or stopped with deliveries pending).
 func (d *Dispatcher) sweepConsumers(ctx context.Context) error {
-	d.mu.Lock()
-	due := time.Since(d.sweptAt) >= d.cfg.ConsumerIdle
-	if due {
-		d.sweptAt = time.Now()
-	}
-	d.mu.Unlock()
-	if !due {
+	if !d.due(&d.sweptAt, d.cfg.ConsumerIdle) {
 		return nil
 	}
 	return d.consumers(ctx, "sweep")

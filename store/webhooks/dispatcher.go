@@ -500,13 +500,7 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 // bound says how close the endpoint's first refusal is; a sum over the
 // shards would not (it may be several times the bound before any).
 func (d *Dispatcher) reportBacklog(ctx context.Context) error {
-	d.mu.Lock()
-	due := time.Since(d.backlogAt) >= d.cfg.BacklogEvery
-	if due {
-		d.backlogAt = time.Now()
-	}
-	d.mu.Unlock()
-	if !due {
+	if !d.due(&d.backlogAt, d.cfg.BacklogEvery) {
 		return nil
 	}
 	k := keys{d.b}
@@ -891,6 +885,18 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (
 		d.cfg.Metrics.WebhookDelivered(wd.Endpoint, out)
 	}
 	return false, nil
+}
+
+// due says whether every has passed since *at (d.mu), and if so sets it
+// to now.
+func (d *Dispatcher) due(at *time.Time, every time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if time.Since(*at) < every {
+		return false
+	}
+	*at = time.Now()
+	return true
 }
 
 // backoff is the wait before the retry-th retry: full jitter over an

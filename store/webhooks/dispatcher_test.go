@@ -462,25 +462,7 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			s := openWebhooks(t, b)
 			eps := []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}
-			crashCtx, crash := context.WithCancel(context.Background())
-			var first []webhooks.Delivery
-			var mu sync.Mutex
-			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Endpoints: eps, ClaimIdle: time.Hour,
-				Send: func(ctx context.Context, d webhooks.Delivery) error {
-					mu.Lock()
-					first = append(first, d)
-					mu.Unlock()
-					crash() // the instance dies mid-delivery
-					return ctx.Err()
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := roomEvents(t, s)
-			a.Step(crashCtx) //nolint:errcheck // it dies in the middle
-			if len(first) == 0 {
-				t.Fatal("instance a tried nothing")
-			}
+			id, first := crashMidDelivery(t, s, eps)
 			rec := &hookRecorder{down: map[string]bool{}}
 			bInst, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "b", Endpoints: eps, Send: rec.send, ClaimIdle: 50 * time.Millisecond})
 			if err != nil {
@@ -508,6 +490,33 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 			checkBacklogCounts(t, s, s.Base().Prefix) // the delivery taken over counted once
 		})
 	}
+}
+
+// crashMidDelivery makes a room's events and has instance "a" (consumer
+// "a", ClaimIdle an hour) die in the middle of its first round's sends:
+// the room's id and the deliveries it tried, left pending for "a".
+func crashMidDelivery(t *testing.T, s *store.Store, eps []webhooks.Endpoint) (string, []webhooks.Delivery) {
+	t.Helper()
+	crashCtx, crash := context.WithCancel(context.Background())
+	var first []webhooks.Delivery
+	var mu sync.Mutex
+	a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Endpoints: eps, ClaimIdle: time.Hour,
+		Send: func(ctx context.Context, d webhooks.Delivery) error {
+			mu.Lock()
+			first = append(first, d)
+			mu.Unlock()
+			crash() // the instance dies mid-delivery
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := roomEvents(t, s)
+	a.Step(crashCtx) //nolint:errcheck // it dies in the middle
+	if len(first) == 0 {
+		t.Fatal("instance a tried nothing")
+	}
+	return id, first
 }
 
 // consumersOf are the consumer names of the group on every shard's outbox
@@ -544,17 +553,7 @@ func TestWebhooksConsumersDoNotPileUp(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			s := openWebhooks(t, b)
 			eps := []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}
-			crashCtx, crash := context.WithCancel(context.Background())
-			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Endpoints: eps, ClaimIdle: time.Hour,
-				Send: func(ctx context.Context, d webhooks.Delivery) error {
-					crash() // the instance dies mid-delivery
-					return ctx.Err()
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := roomEvents(t, s)
-			a.Step(crashCtx) //nolint:errcheck // it dies in the middle
+			id, _ := crashMidDelivery(t, s, eps)
 			tag, _ := s.RoomTag(id)
 			// an instance that read and died holding nothing
 			if err := s.Client().XGroupCreateConsumer(context.Background(), tag+":webhooks:deliveries", "wh", "gone").Err(); err != nil {
