@@ -76,29 +76,42 @@ func New(cfg Config) *Limiter {
 
 // Keys:
 //
-//	<prefix>:rl:{u:<userId>}:<name>          a user's counter
-//	<prefix>:rl:{ip:<address>}:<name>        a client address's counter
-//	<room tag>:rl:<roomId>:<name>    a room's counter, in the room's slot
-//	<room tag>:rl:<roomId>:<name>:m:<userId>   a member's share of it
+//	<prefix>:rl:{u:<userId>}:<name>@<limit>          a user's counter
+//	<prefix>:rl:{ip:<address>}:<name>@<limit>        a client address's counter
+//	<room tag>:rl:<roomId>:<name>@<limit>    a room's counter, in the room's slot
+//	<room tag>:rl:<roomId>:<name>@<limit>:m:<userId>   a member's share of it
 //
-// Each holds the counter's TAT (µs) and expires when it has drained.
+// Each holds the counter's TAT (µs) and expires when it has drained. A
+// counter's TAT means something only under the settings that wrote it, so
+// its key names them (<limit>: the interval in µs, "x", the burst): a
+// limit changed (a restart with other REALSYNC_RATE_LIMITS) starts a
+// counter of its own, and the old one drains away. One counter read
+// under two settings either locked a client out after a limit was raised
+// (the old TAT read against the new rate: an hour for guests) or, taken
+// as a full burst of the new limit, let instances of a laxer setting
+// reset it for those of a stricter one during a rolling change.
 
 // key is the key of c's counter; false for a room id the deployment never
 // issued or an unknown scope (no counter).
 func (l *Limiter) key(c limits.Check) (string, bool) {
 	switch c.Scope {
 	case limits.User:
-		return l.prefix + ":rl:{u:" + c.Subject + "}:" + c.Name, true
+		return l.prefix + ":rl:{u:" + c.Subject + "}:" + counterName(c), true
 	case limits.IP:
-		return l.prefix + ":rl:{ip:" + c.Subject + "}:" + c.Name, true
+		return l.prefix + ":rl:{ip:" + c.Subject + "}:" + counterName(c), true
 	case limits.Room:
 		tag, ok := l.roomTag(c.Subject)
 		if !ok {
 			return "", false
 		}
-		return tag + ":rl:" + c.Subject + ":" + c.Name, true
+		return tag + ":rl:" + c.Subject + ":" + counterName(c), true
 	}
 	return "", false
+}
+
+// counterName is c's limit's name and settings, "<name>@<interval µs>x<burst>".
+func counterName(c limits.Check) string {
+	return c.Name + "@" + strconv.FormatInt(c.Limit.Interval().Microseconds(), 10) + "x" + strconv.Itoa(c.Limit.Burst)
 }
 
 // call is what gcra_check.lua takes for c, whose counter is key: the keys

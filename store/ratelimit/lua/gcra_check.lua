@@ -51,15 +51,6 @@ for i = 1, #KEYS do
   local burst = tonumber(ARGV[2 * i + 1])
   local tat = tonumber(redis.call('GET', KEYS[i]) or now)
   if tat < now then tat = now end
-  -- a TAT past a full burst of this interval was left by other settings
-  -- (the limit was raised since): a full burst of these, so the raised
-  -- limit refuses for one interval of its own at most, not for what the
-  -- old one had left to drain (an hour, raising an hourly limit); written
-  -- back even when refused, so the next check drains from it
-  if tat > now + interval * burst then
-    tat = now + interval * burst
-    redis.call('SET', KEYS[i], string.format('%d', tat), 'PX', math.max(1, math.ceil((tat - now) / 1000)))
-  end
   local new_tat, n = nil, 1
   if mode == 'give' then
     new_tat = math.max(tat - interval, now)
