@@ -475,15 +475,16 @@ func servePprof(addr string, log *slog.Logger) {
 	}
 }
 
-// bodyDeadline gives a request that has a body d to send it, and its
-// connection d to close after the answer (net/http reads what is left of
-// a body before closing, with no deadline of its own: a client that
-// declared a body and sent none held the connection for good). A request
-// without a body gets none: a deadline left on the connection cancels the
+// bodyDeadline gives a request that has a body d to send it, and closes
+// its connection after the answer (net/http reads what is left of a body
+// before closing, with no deadline of its own: a client that declared a
+// body and sent none held the connection for good). A request without a
+// body gets neither: a deadline left on the connection cancels the
 // request's context when it passes, and a CPU profile runs 30 s.
 func bodyDeadline(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 {
+			w.Header().Set("Connection", "close")
 			http.NewResponseController(w).SetReadDeadline(time.Now().Add(d)) //nolint:errcheck // HTTP/1.1 only here
 		}
 		h.ServeHTTP(w, r)

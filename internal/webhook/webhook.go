@@ -252,7 +252,25 @@ func (s *Sender) Send(ctx context.Context, d Delivery) error {
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // draining for reuse only
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("webhook endpoint %s answered %d", d.Endpoint, resp.StatusCode)
+		return &StatusError{Endpoint: d.Endpoint, Code: resp.StatusCode}
 	}
 	return nil
+}
+
+// StatusError is a try the endpoint answered with a status other than 2xx.
+type StatusError struct {
+	Endpoint string
+	Code     int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("webhook endpoint %s answered %d", e.Endpoint, e.Code)
+}
+
+// Answered says whether the endpoint refused this delivery while up: a 4xx
+// other than 408 and 429 (a type its receiver does not take, say). A 5xx,
+// 408 or 429 says it is down or overloaded (store/webhooks sends it one
+// try at a time then).
+func (e *StatusError) Answered() bool {
+	return e.Code >= 400 && e.Code < 500 && e.Code != 408 && e.Code != 429
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -118,21 +119,28 @@ func TestSendSignsTheStandardWebhooksWay(t *testing.T) {
 }
 
 // TestSendFailures: a non-2xx answer, a redirect and an endpoint that never
-// answers (bounded by the timeout) are failed tries.
+// answers (bounded by the timeout) are failed tries; only a 4xx other than
+// 408 and 429 says the endpoint is up (Answered: the dispatcher does not
+// send it one try at a time for it).
 func TestSendFailures(t *testing.T) {
 	hang := make(chan struct{}) // closed before each server's Close
 	for _, tc := range []struct {
-		name string
-		h    http.HandlerFunc
+		name     string
+		h        http.HandlerFunc
+		answered bool
 	}{
-		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }},
-		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/x", http.StatusFound) }},
+		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, false},
+		{"422", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(422) }, true},
+		{"404", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(404) }, true},
+		{"429", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) }, false},
+		{"408", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(408) }, false},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/x", http.StatusFound) }, false},
 		{"never answers", func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-hang:
 			case <-r.Context().Done():
 			}
-		}},
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.h)
@@ -147,6 +155,10 @@ func TestSendFailures(t *testing.T) {
 			err = s.Send(context.Background(), webhook.Delivery{MessageID: "m", Endpoint: "a", Type: "x", Event: []byte(`{"ts":"t"}`)})
 			if err == nil {
 				t.Fatal("a failed try reported success")
+			}
+			var se *webhook.StatusError
+			if got := errors.As(err, &se) && se.Answered(); got != tc.answered {
+				t.Fatalf("%v: answered %v, want %v", err, got, tc.answered)
 			}
 		})
 	}

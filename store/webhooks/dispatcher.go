@@ -185,6 +185,9 @@ type Config struct {
 	Endpoints []Endpoint
 	// Send delivers one try; an error (or a panic-free timeout inside it)
 	// is a failed try. It must bound its own time (an HTTP client timeout).
+	// An error with a method Answered() bool answering true says the
+	// endpoint is up and refused this delivery (a 4xx: retried as any
+	// failure, but the endpoint is not sent one try at a time for it).
 	Send func(ctx context.Context, d Delivery) error
 	// Consumer names this instance in the consumer groups (instance id).
 	Consumer string
@@ -847,10 +850,11 @@ func (d *Dispatcher) groupLost(stream string, err error) error {
 	return err
 }
 
-// deliver sends one delivery entry and settles it: tried says whether the
-// endpoint took it (a try cut by ctx, shutting down, says true: it says
-// nothing of the endpoint), err whether the settling failed.
-func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (tried bool, err error) {
+// deliver sends one delivery entry and settles it: up says whether the
+// endpoint showed itself up (it took the try, or refused it answering: see
+// Config.Send; a try cut by ctx, shutting down, says true: it says nothing
+// of the endpoint), err whether the settling failed.
+func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (up bool, err error) {
 	str := func(f string) string { v, _ := e.Values[f].(string); return v }
 	n, _ := strconv.Atoi(str("n"))
 	wd := Delivery{MessageID: str("m"), Endpoint: str("e"), Type: str("t"), Event: []byte(str("d")), RetryCount: n}
@@ -878,13 +882,21 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (
 	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard), backlog: k.backlog(shard), recount: k.recount(shard),
 		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
+	up = answered(sendErr)
 	if err != nil {
-		return false, redisx.Wrap(err)
+		return up, redisx.Wrap(err)
 	}
 	if d.cfg.Metrics != nil && out != "gone" {
 		d.cfg.Metrics.WebhookDelivered(wd.Endpoint, out)
 	}
-	return false, nil
+	return up, nil
+}
+
+// answered says whether a failed try's err says the endpoint is up (it
+// answered, refusing this delivery: Config.Send).
+func answered(err error) bool {
+	var a interface{ Answered() bool }
+	return errors.As(err, &a) && a.Answered()
 }
 
 // due says whether every has passed since *at (d.mu), and if so sets it

@@ -15,15 +15,20 @@ import (
 //     workers, one at least);
 //   - an endpoint with none in flight is kept a worker: another endpoint's
 //     second and later sends leave one idle worker for each configured
-//     endpoint with none in flight (half the workers at most), so two or
-//     more endpoints that hang cannot take every worker between them;
-//   - an endpoint whose last try failed (an error, a refusal, its timeout:
-//     the answer of an endpoint down) has one send in flight at a time
-//     until a try succeeds, and such endpoints together at most half the
-//     workers: however many hang, the others keep half the pool once each
-//     of them failed a try.
+//     endpoint with none in flight that has sends waiting or had one in
+//     the last recentSends (half the workers at most), so two or more
+//     endpoints that hang cannot take every worker between them, and
+//     endpoints with nothing to send keep none;
+//   - an endpoint whose last try failed as an endpoint down fails (an
+//     error, its timeout, a 5xx, 408 or 429; not a 4xx it answered: see
+//     Config.Send) has one send in flight at a time until a try succeeds,
+//     and such endpoints together at most half the workers: however many
+//     hang, the others keep half the pool once each of them failed a try.
 //
-// With one worker no endpoint is kept apart: a slow one holds it.
+// Room grows without a worker falling idle too (a failing endpoint's try
+// succeeds, the endpoints change): every waiting send it makes room for
+// starts then (fill). With one worker no endpoint is kept apart: a slow
+// one holds it.
 //
 // A delivery with no room to start waits in memory, bounded: waitCap in
 // all, waitPerEndpoint for one endpoint, and for maxWait after it was read
@@ -39,7 +44,8 @@ type pool struct {
 	mu              sync.Mutex
 	workers         int
 	perEndpoint     int
-	endpoints       int // configured (setEndpoints)
+	endpoints       map[string]bool      // configured (setEndpoints)
+	seen            map[string]time.Time // per endpoint: when a send of it was last taken or ended
 	waitCap         int
 	waitPerEndpoint int
 	maxWait         time.Duration
@@ -57,11 +63,15 @@ type pool struct {
 	freed           chan struct{}  // a worker fell idle (capacity 1: a wake-up, not a count)
 }
 
-// send is one delivery's try and its settling: tried says whether the
-// endpoint took it (false: it failed, was refused or timed out; a try cut
-// by the dispatcher's shutdown is neither, and says true), err whether
-// its settling failed.
-type send func() (tried bool, err error)
+// send is one delivery's try and its settling: up says whether the
+// endpoint showed itself up (it took the try, or answered refusing it;
+// false: it failed as an endpoint down does; a try cut by the
+// dispatcher's shutdown says true), err whether its settling failed.
+type send func() (up bool, err error)
+
+// recentSends is how long after its last send an endpoint with none in
+// flight is kept a worker (pool).
+const recentSends = 5 * time.Minute
 
 // queued is a send waiting in the pool.
 type queued struct {
@@ -74,26 +84,47 @@ type queued struct {
 func newPool(workers int, claimIdle time.Duration) *pool {
 	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
 		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, failing: map[string]bool{}, waiting: map[string][]queued{},
+		endpoints: map[string]bool{}, seen: map[string]time.Time{},
 		held: map[string]bool{}, ended: map[string]bool{}, unsettled: map[string]time.Time{}, settleWait: claimIdle / 2,
 		freed: make(chan struct{}, 1)}
 }
 
-// setEndpoints tells the pool how many endpoints are configured (each
-// with none in flight is kept a worker) and forgets the failures of
-// those no longer configured.
+// setEndpoints tells the pool which endpoints are configured (each with
+// none in flight may be kept a worker) and forgets what it knew of those
+// no longer configured; the waiting sends the change makes room for
+// start.
 func (p *pool) setEndpoints(ids []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.endpoints = len(ids)
-	in := make(map[string]bool, len(ids))
+	clear(p.endpoints)
 	for _, id := range ids {
-		in[id] = true
+		p.endpoints[id] = true
 	}
 	for id := range p.failing {
-		if !in[id] {
+		if !p.endpoints[id] {
 			delete(p.failing, id)
 		}
 	}
+	for id := range p.seen {
+		if !p.endpoints[id] {
+			delete(p.seen, id)
+		}
+	}
+	p.fill()
+}
+
+// kept is how many idle workers another endpoint's second and later sends
+// leave (pool): one for each configured endpoint but except with none in
+// flight that has sends waiting or had one within recentSends, half the
+// workers at most; p.mu held.
+func (p *pool) kept(except string) int {
+	n, now := 0, time.Now()
+	for ep := range p.endpoints {
+		if ep != except && p.byEndpoint[ep] == 0 && (len(p.waiting[ep]) > 0 || now.Sub(p.seen[ep]) < recentSends) {
+			n++
+		}
+	}
+	return min(n, p.workers/2)
 }
 
 // room says whether a send to endpoint may start now (see pool); p.mu
@@ -116,9 +147,7 @@ func (p *pool) room(endpoint string) bool {
 	if n == 0 {
 		return true
 	}
-	// endpoint is one of byEndpoint's: the others configured, none in flight
-	idle := max(p.endpoints-len(p.byEndpoint), 0)
-	return p.busy < p.workers-min(idle, p.workers/2)
+	return p.busy < p.workers-p.kept(endpoint)
 }
 
 // hasRoom says whether start could take a delivery of an endpoint with
@@ -160,6 +189,9 @@ func (p *pool) start(ctx context.Context, key, endpoint string, fn send) (taken 
 		return false
 	}
 	q := queued{ctx: ctx, key: key, endpoint: endpoint, send: fn, readAt: time.Now()}
+	if p.endpoints[endpoint] {
+		p.seen[endpoint] = q.readAt
+	}
 	switch {
 	case p.room(endpoint):
 		p.busy++
@@ -180,16 +212,19 @@ func (p *pool) start(ctx context.Context, key, endpoint string, fn send) (taken 
 // time, until none.
 func (p *pool) run(q queued) {
 	for {
-		tried, err := q.send()
+		up, err := q.send()
 		p.mu.Lock()
 		if err != nil {
 			p.errs = append(p.errs, err)
 			p.unsettled[q.key] = time.Now().Add(p.settleWait)
 		}
-		if tried {
+		if up {
 			delete(p.failing, q.endpoint)
 		} else {
 			p.failing[q.endpoint] = true
+		}
+		if p.endpoints[q.endpoint] {
+			p.seen[q.endpoint] = time.Now()
 		}
 		p.busy--
 		if p.byEndpoint[q.endpoint]--; p.byEndpoint[q.endpoint] == 0 {
@@ -203,6 +238,7 @@ func (p *pool) run(q queued) {
 			p.busy++
 			p.byEndpoint[next.endpoint]++
 		}
+		p.fill() // room may have grown past this worker (a failing endpoint's try succeeded)
 		p.mu.Unlock()
 		if !ok {
 			select {
@@ -245,6 +281,20 @@ func (p *pool) next() (queued, bool) {
 	}
 	p.nWaiting--
 	return q, true
+}
+
+// fill starts every waiting send there is room for, each on a worker of
+// its own; p.mu held.
+func (p *pool) fill() {
+	for {
+		q, ok := p.next()
+		if !ok {
+			return
+		}
+		p.busy++
+		p.byEndpoint[q.endpoint]++
+		go p.run(q)
+	}
 }
 
 // drop forgets the waiting send q: its delivery stays pending; p.mu held.
