@@ -218,9 +218,10 @@ func (p *pool) run(q queued) {
 			p.errs = append(p.errs, err)
 			p.unsettled[q.key] = time.Now().Add(p.settleWait)
 		}
-		if up {
+		switch {
+		case up:
 			delete(p.failing, q.endpoint)
-		} else {
+		case p.endpoints[q.endpoint]: // a removed endpoint's tries fail at once: nothing to learn
 			p.failing[q.endpoint] = true
 		}
 		if p.endpoints[q.endpoint] {
