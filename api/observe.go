@@ -129,13 +129,32 @@ type exchange struct {
 	finish []func()
 	// client is the request's context as the API got it (clientContext).
 	client context.Context
+	// release gives the request's admission place back (admit), once its
+	// answer is ready: its first WriteHeader or Write.
+	release func()
 }
 
 func (x *exchange) WriteHeader(code int) {
 	if !x.wrote && code >= 200 {
 		x.status, x.wrote = code, true
+		x.answered()
 	}
 	x.ResponseWriter.WriteHeader(code)
+}
+
+func (x *exchange) Write(b []byte) (int, error) {
+	x.answered()
+	return x.ResponseWriter.Write(b)
+}
+
+// answered gives the admission place back, once: what is left is writing
+// the answer, which a client reading slowly may stretch to the write
+// deadline (over HTTP/2, a flow-control window kept at 0).
+func (x *exchange) answered() {
+	if f := x.release; f != nil {
+		x.release = nil
+		f()
+	}
 }
 
 // Unwrap lets http.ResponseController reach the real writer (flushes,

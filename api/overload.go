@@ -64,7 +64,11 @@ func counted(r *http.Request) bool {
 // works on bounded (those waiting are bounded by the arrival rate times
 // the wait). It runs after limitBody has the
 // whole body: a client sending its body slowly holds no place (else a few
-// slow clients would hold them all). A client that hangs up while it
+// slow clients would hold them all), and holds it until its answer is
+// ready, not written: a client reading slowly holds no place either (an
+// abuse tester's HTTP/2 client that granted no flow-control window held
+// each place 15 s, to the write deadline, and with one or two guests kept
+// most other requests refused 503). A client that hangs up while it
 // waits leaves its place to the next. The in-flight count goes to the
 // metrics (realsync_http_in_flight).
 func (s *Server) admit(next http.Handler) http.Handler {
@@ -95,10 +99,16 @@ func (s *Server) admit(next http.Handler) http.Handler {
 			}
 		}
 		s.metrics.InFlight(1)
-		defer func() {
+		release := func() {
 			a.sem.Release(1)
 			s.metrics.InFlight(-1)
-		}()
+		}
+		if x := exchangeFrom(r.Context()); x != nil {
+			x.release = release // at the answer's first byte (exchange.answered)
+			defer x.answered()
+		} else {
+			defer release()
+		}
 		next.ServeHTTP(w, r)
 	})
 }
