@@ -390,7 +390,11 @@ func fmtDuration(d time.Duration) string {
 }
 
 // parseProxies reads comma-separated CIDRs ("10.0.0.0/8") or addresses
-// (one host: /32, /128).
+// (one host: /32, /128). An IPv4-mapped IPv6 one (::ffff:10.0.0.0/104) is
+// its IPv4 CIDR, as peers are compared unmapped: kept mapped it was
+// accepted and never matched (an abuse tester's find: every client behind
+// the proxy on the proxy's own rate limits); one shorter than /96 spans
+// more than the mapped addresses and is refused.
 func parseProxies(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, item := range strings.Split(s, ",") {
@@ -404,6 +408,12 @@ func parseProxies(s string) ([]netip.Prefix, error) {
 				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an address", item)
 			}
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if p.Addr().Is4In6() {
+			if p.Bits() < 96 {
+				return nil, fmt.Errorf("%q: an IPv4-mapped CIDR must be /96 or longer (write the IPv4 CIDR)", item)
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		out = append(out, p.Masked())
 	}

@@ -68,6 +68,8 @@ func TestParseConfigRateLimits(t *testing.T) {
 		{name: "UnknownLimit", env: map[string]string{"REALSYNC_RATE_LIMITS": "chat=1/s"}, err: "REALSYNC_RATE_LIMITS"},
 		{name: "Proxies", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7,fd00::/8"}, limits: "create", proxies: "10.0.0.0/8,192.0.2.7/32,fd00::/8"},
 		{name: "ProxyHostBitsMasked", args: []string{"-trusted-proxies", "10.1.2.3/16"}, limits: "create", proxies: "10.1.0.0/16"},
+		{name: "MappedProxies", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "::ffff:127.0.0.2/128,::ffff:10.0.0.0/104,::ffff:192.0.2.7"}, limits: "create", proxies: "127.0.0.2/32,10.0.0.0/8,192.0.2.7/32"},
+		{name: "MappedProxyTooWide", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "::ffff:0.0.0.0/64"}, err: "REALSYNC_TRUSTED_PROXIES"},
 		{name: "BadProxy", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/33"}, err: "REALSYNC_TRUSTED_PROXIES"},
 		{name: "ProxyName", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "lb.internal"}, err: "REALSYNC_TRUSTED_PROXIES"},
 		{name: "LeaseDefault", limits: "create", lease: "1s"},

@@ -77,7 +77,11 @@ func originList(s string) ([]string, bool) {
 			continue
 		}
 		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" ||
+		// a "*" within an origin is a wildcard to rs/cors ("https://*"
+		// allowed every https origin, "https://game.example*" also
+		// game.example.evil.com: an abuse tester's find); only "*" alone
+		// means any
+		if err != nil || strings.Contains(o, "*") || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" ||
 			u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "/") || o != strings.ToLower(u.Scheme)+"://"+u.Host ||
 			strings.HasSuffix(u.Host, ":") || u.Port() == defaultPort(u.Scheme) {
 			return nil, false
