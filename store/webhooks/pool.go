@@ -114,7 +114,7 @@ func (p *pool) setEndpoints(ids []string) {
 }
 
 // kept is how many idle workers another endpoint's second and later sends
-// leave (pool): one for each configured endpoint but except with none in
+// leave (pool): one for each configured endpoint other than except with none in
 // flight that has sends waiting or had one within recentSends, half the
 // workers at most; p.mu held.
 func (p *pool) kept(except string) int {
