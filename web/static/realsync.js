@@ -906,7 +906,12 @@ var LiveStream = class extends Emitter {
     this.receive(type, e);
   }
   /** tokenExpiring renews the identity token and resumes, or ends the stream
-   * when the token cannot be renewed. */
+   * when the token cannot be renewed. While the token has expiringFloorMs
+   * left, a renewal that failed transiently (network, 408, 429, 5xx) is
+   * retried as a dropped connection is (fail: after a backoff), and a token
+   * provider (getToken) that still returns the expiring token is asked again
+   * on a reconnection at once (the server keeps a stream opened with under a
+   * minute left for half of it): each such stream resumes without a gap. */
   async tokenExpiring(data) {
     const gen = ++this.gen;
     this.conn?.close();
@@ -915,9 +920,10 @@ var LiveStream = class extends Emitter {
     const expiresAt = Date.parse(data.expiresAt);
     const again = data.expiresAt === this.lastExpiring;
     this.lastExpiring = data.expiresAt;
+    const provider = this.opts.streamToken === void 0 && this.client.hasTokenProvider();
     let cause;
     let renewed = false;
-    if (!again) {
+    if (!again || provider) {
       try {
         const token = await this.client.identityToken(expiresAt);
         const exp = tokenExpiry(token);
@@ -928,10 +934,24 @@ var LiveStream = class extends Emitter {
     }
     if (gen !== this.gen || this.closed) return;
     if (!renewed) {
+      const left = expiresAt - (Date.now() + this.client.clockSkew());
+      if (left >= expiringFloorMs && cause !== void 0 && transient(asError(cause))) {
+        this.lastExpiring = "";
+        this.fail(asError(cause));
+        return;
+      }
+      if (left >= expiringFloorMs && cause === void 0 && provider) {
+        void this.connect();
+        return;
+      }
       if (cause) this.signal("error", asError(cause));
-      this.end("error", new RealSyncError(401, void 0, cause, {
-        message: `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`
-      }));
+      this.end("error", new RealSyncError(401, {
+        type: "about:blank",
+        title: "Unauthenticated",
+        status: 401,
+        code: "UNAUTHENTICATED",
+        detail: provider ? `the identity token expires at ${data.expiresAt} and getToken still returns it: return a new token at least a minute before the old one expires` : `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`
+      }, cause));
       return;
     }
     void this.connect();
@@ -1037,6 +1057,7 @@ var LiveStream = class extends Emitter {
   }
 };
 var maxTimeoutMs = 2 ** 31 - 1;
+var expiringFloorMs = 5e3;
 function transient(e) {
   return e.status === 0 || e.status === 408 || e.status === 429 || e.status >= 500;
 }
@@ -1366,6 +1387,14 @@ var RealSync = class {
     if (!due || this.token === this.unrenewable && !this.opts.refreshToken) return;
     this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
     await this.renewing;
+  }
+  /** hasTokenProvider says whether the identity token comes from getToken. */
+  hasTokenProvider() {
+    return this.opts.getToken !== void 0;
+  }
+  /** clockSkew is the token issuer's clock minus this device's, in ms (learnClock). */
+  clockSkew() {
+    return this.clockSkewMs;
   }
   /**
    * identityToken returns the identity token to send now: the token

@@ -80,8 +80,11 @@ export interface RealSyncOptions {
   /**
    * A token provider: called before every request and every (re)connection
    * of a live stream, it returns the identity token to use (cache it on your
-   * side; return a new one when yours is about to expire). It wins over
-   * `token` and over the renewals below.
+   * side; return a new one when yours is about to expire: at least a minute
+   * before, since the server ends a stream 30 s before its token expires
+   * and a stream asks again then, reconnecting with the old token while it
+   * has 5 s left and ending after). It wins over `token` and over the
+   * renewals below.
    */
   getToken?: () => Promise<string | undefined> | string | undefined;
   /**
@@ -220,6 +223,16 @@ export class RealSync {
     if (!due || (this.token === this.unrenewable && !this.opts.refreshToken)) return;
     this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
     await this.renewing;
+  }
+
+  /** hasTokenProvider says whether the identity token comes from getToken. */
+  hasTokenProvider(): boolean {
+    return this.opts.getToken !== undefined;
+  }
+
+  /** clockSkew is the token issuer's clock minus this device's, in ms (learnClock). */
+  clockSkew(): number {
+    return this.clockSkewMs;
   }
 
   /**

@@ -213,9 +213,11 @@ class Emitter<E> {
  * server shuts down, 5 s while it cannot reach its store; either counts up
  * to the backoff's maxMs, 30 s, however long it asks; the backoff starts
  * over once a stream stayed open 30 s). A token_expiring event renews
- * the identity token and resumes at once; a token that cannot be renewed
- * ends the stream (401 UNAUTHENTICATED) instead of reopening ever shorter
- * streams. A connection silent for LiveOptions.idleTimeoutMs (45 s: three
+ * the identity token and resumes at once (a renewal that failed
+ * transiently, or a getToken still giving the expiring token, is tried
+ * again while the token has 5 s left: see tokenExpiring); a token that
+ * cannot be renewed ends the stream (401 UNAUTHENTICATED) instead of
+ * reopening ever shorter streams. A connection silent for LiveOptions.idleTimeoutMs (45 s: three
  * missed heartbeats) is dropped as dead and reopened (Node), and browsers
  * reconnect on `online` and on a page visible again after being hidden
  * that long (LiveOptions.networkEvents).
@@ -455,7 +457,12 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   }
 
   /** tokenExpiring renews the identity token and resumes, or ends the stream
-   * when the token cannot be renewed. */
+   * when the token cannot be renewed. While the token has expiringFloorMs
+   * left, a renewal that failed transiently (network, 408, 429, 5xx) is
+   * retried as a dropped connection is (fail: after a backoff), and a token
+   * provider (getToken) that still returns the expiring token is asked again
+   * on a reconnection at once (the server keeps a stream opened with under a
+   * minute left for half of it): each such stream resumes without a gap. */
   private async tokenExpiring(data: TokenExpiring): Promise<void> {
     const gen = ++this.gen; // the old connection is over
     this.conn?.close();
@@ -464,9 +471,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     const expiresAt = Date.parse(data.expiresAt);
     const again = data.expiresAt === this.lastExpiring;
     this.lastExpiring = data.expiresAt;
+    const provider = this.opts.streamToken === undefined && this.client.hasTokenProvider();
     let cause: unknown;
     let renewed = false;
-    if (!again) {
+    if (!again || provider) {
       try {
         const token = await this.client.identityToken(expiresAt);
         const exp = tokenExpiry(token);
@@ -478,10 +486,21 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     }
     if (gen !== this.gen || this.closed) return;
     if (!renewed) {
+      const left = expiresAt - (Date.now() + this.client.clockSkew());
+      if (left >= expiringFloorMs && cause !== undefined && transient(asError(cause))) {
+        this.lastExpiring = ""; // the next token_expiring tries again
+        this.fail(asError(cause));
+        return;
+      }
+      if (left >= expiringFloorMs && cause === undefined && provider) {
+        void this.connect(); // the provider may have a new token by the next one
+        return;
+      }
       if (cause) this.signal("error", asError(cause));
-      this.end("error", new RealSyncError(401, undefined, cause, {
-        message: `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`,
-      }));
+      this.end("error", new RealSyncError(401, { type: "about:blank", title: "Unauthenticated", status: 401, code: "UNAUTHENTICATED",
+        detail: provider
+          ? `the identity token expires at ${data.expiresAt} and getToken still returns it: return a new token at least a minute before the old one expires`
+          : `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken` }, cause));
       return;
     }
     void this.connect();
@@ -597,6 +616,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
 
 /** maxTimeoutMs is the longest delay setTimeout waits (a longer one runs at once). */
 const maxTimeoutMs = 2 ** 31 - 1;
+
+/** expiringFloorMs is the least time left on an expiring identity token for
+ * which a stream still tries to renew it and resume (tokenExpiring). */
+const expiringFloorMs = 5000;
 
 /** transient tells the errors worth a retry: network, 408, 429 and 5xx. */
 function transient(e: RealSyncError): boolean {

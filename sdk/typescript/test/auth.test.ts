@@ -147,8 +147,96 @@ describe("identity and stream tokens", () => {
     assert.equal(closed.length, 1);
     assert.equal(closed[0].reason, "error");
     assert.equal(closed[0].error?.status, 401);
+    assert.equal(closed[0].error?.code, "UNAUTHENTICATED");
     assert.ok(errors.some((e) => e.code === "REFRESH_NOT_ALLOWED"), `errors: ${errors.map((e) => e.code)}`);
     assert.deepEqual(log.map((l) => l.split(" ").slice(0, 2).join(" ")), ["GET /v1/lobby/events", "POST /v1/auth/refresh"]);
+  });
+
+  it("asks a token provider again while it still gives the expiring token, and resumes without a gap", async () => {
+    // A provider that mints a new token only when under 8 s are left (an
+    // abuse tester's game: the stream ended for good at the first
+    // token_expiring, 30 s before the expiry, as the provider still gave
+    // the old token).
+    const owner = new RealSync({ baseUrl: server.url });
+    const g = await owner.guest("alice");
+    const { room } = await owner.createRoom({ name: "r", mode: "m", region: "r" });
+    let current = serverToken(g.userId, "alice", 20); // its stream ends halfway, 10 s in
+    let minted = 0;
+    const c = new RealSync({ baseUrl: server.url, getToken: () => {
+      const exp = JSON.parse(Buffer.from(current.split(".")[1], "base64url").toString()).exp * 1000;
+      if (exp - Date.now() < 8000) {
+        current = serverToken(g.userId, "alice", 3600);
+        minted++;
+      }
+      return current;
+    } });
+    const live = c.live(room.id, { playerId: 1 });
+    const seen: number[] = [];
+    const closed: unknown[] = [];
+    let expiring = 0;
+    live.on("change", (e) => seen.push((e as { version: number }).version));
+    live.on("token_expiring", () => expiring++);
+    live.on("closed", (e) => closed.push(e));
+    try {
+      await eventually(() => live.room !== undefined, "snapshot");
+      let n = 0;
+      while (minted === 0 || n < 10) {
+        await owner.patchState(room.id, { n: ++n });
+        await new Promise((r) => setTimeout(r, 100));
+        assert.ok(n < 250, "no new token within 25 s");
+      }
+      const last = (await owner.getRoom(room.id)).version;
+      await eventually(() => live.version >= last, "the last version after the resume");
+      assert.deepEqual(closed, []);
+      assert.ok(expiring >= 2, `token_expiring ${expiring} times: the old token is given at the first`);
+      assert.equal(minted, 1);
+      for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
+      assert.equal(live.state.n, n);
+    } finally {
+      live.close();
+    }
+  });
+
+  it("retries a renewal that failed on the way, while the token has time left", async () => {
+    // The first POST /v1/auth/refresh is cut (a network error): before, the
+    // stream ended for good at that token_expiring, with 10 s left.
+    const owner = new RealSync({ baseUrl: server.url });
+    const g = await owner.guest("alice");
+    const { room } = await owner.createRoom({ name: "r", mode: "m", region: "r" });
+    let cut = 0;
+    const flaky: typeof fetch = (input, init) => {
+      const req = new Request(input, init);
+      if (new URL(req.url).pathname === "/v1/auth/refresh" && cut++ === 0) return Promise.reject(new TypeError("fetch failed"));
+      return fetch(req);
+    };
+    const tokens: string[] = [];
+    const c = new RealSync({ baseUrl: server.url, token: serverToken(g.userId, "alice", 20), refreshMarginMs: 1000, fetch: flaky,
+      onToken: (t) => tokens.push(t) });
+    const live = c.live(room.id, { playerId: 1 });
+    const seen: number[] = [];
+    const closed: unknown[] = [];
+    const errors: string[] = [];
+    live.on("change", (e) => seen.push((e as { version: number }).version));
+    live.on("closed", (e) => closed.push(e));
+    live.on("error", (e) => errors.push(e.code));
+    try {
+      await eventually(() => live.room !== undefined, "snapshot");
+      let n = 0;
+      while (tokens.length === 0 || n < 10) {
+        await owner.patchState(room.id, { n: ++n });
+        await new Promise((r) => setTimeout(r, 100));
+        assert.ok(n < 250, "no renewal within 25 s");
+      }
+      const last = (await owner.getRoom(room.id)).version;
+      await eventually(() => live.version >= last, "the last version after the resume");
+      assert.deepEqual(closed, []);
+      assert.ok(errors.includes("NETWORK"), `errors: ${errors}`);
+      assert.equal(cut, 2, "the renewal tried twice");
+      for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
+      assert.equal(live.state.n, n);
+    } finally {
+      live.close();
+    }
   });
 
   it("asks the token provider before every connection", async () => {
