@@ -71,6 +71,26 @@ function counting(log: string[]): typeof fetch {
   };
 }
 
+/**
+ * patchThroughRenewal patches the room's state every 100 ms (n: 1, 2, …)
+ * until renewed() and 10 patches are made (at most max), then checks that
+ * the live room saw every version once, in order, up to the last, and the
+ * last n.
+ */
+async function patchThroughRenewal(owner: RealSync, roomId: string, live: { version: number; state: Record<string, unknown> },
+  seen: number[], renewed: () => boolean, max: number): Promise<void> {
+  let n = 0;
+  while (!renewed() || n < 10) {
+    await owner.patchState(roomId, { n: ++n });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(n < max, `no renewal within ${max / 10} s`);
+  }
+  const last = (await owner.getRoom(roomId)).version;
+  await eventually(() => live.version >= last, "the last version after the resume");
+  for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
+  assert.equal(live.state.n, n);
+}
+
 describe("identity and stream tokens", () => {
   it("opens event streams with stream tokens only", async () => {
     const alice = new RealSync({ baseUrl: server.url });
@@ -112,19 +132,10 @@ describe("identity and stream tokens", () => {
     try {
       await eventually(() => live.room !== undefined, "snapshot");
       // Changes keep coming while the stream ends and resumes.
-      let n = 0;
-      while (tokens.length === 0 || n < 10) {
-        await owner.patchState(room.id, { n: ++n });
-        await new Promise((r) => setTimeout(r, 100));
-        assert.ok(n < 150, "no renewal within 15 s");
-      }
-      const last = (await owner.getRoom(room.id)).version;
-      await eventually(() => live.version >= last, "the last version after the resume");
+      await patchThroughRenewal(owner, room.id, live, seen, () => tokens.length > 0, 150);
       assert.equal(expiring, 1);
       assert.equal(tokens.length, 1);
       assert.ok((c.tokenExpiresAt() ?? 0) > Date.now() + 23 * 3600 * 1000, "the renewed token lasts a day");
-      for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
-      assert.equal(live.state.n, n);
     } finally {
       live.close();
     }
@@ -179,19 +190,10 @@ describe("identity and stream tokens", () => {
     live.on("closed", (e) => closed.push(e));
     try {
       await eventually(() => live.room !== undefined, "snapshot");
-      let n = 0;
-      while (minted === 0 || n < 10) {
-        await owner.patchState(room.id, { n: ++n });
-        await new Promise((r) => setTimeout(r, 100));
-        assert.ok(n < 250, "no new token within 25 s");
-      }
-      const last = (await owner.getRoom(room.id)).version;
-      await eventually(() => live.version >= last, "the last version after the resume");
+      await patchThroughRenewal(owner, room.id, live, seen, () => minted > 0, 250);
       assert.deepEqual(closed, []);
       assert.ok(expiring >= 2, `token_expiring ${expiring} times: the old token is given at the first`);
       assert.equal(minted, 1);
-      for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
-      assert.equal(live.state.n, n);
     } finally {
       live.close();
     }
@@ -221,19 +223,10 @@ describe("identity and stream tokens", () => {
     live.on("error", (e) => errors.push(e.code));
     try {
       await eventually(() => live.room !== undefined, "snapshot");
-      let n = 0;
-      while (tokens.length === 0 || n < 10) {
-        await owner.patchState(room.id, { n: ++n });
-        await new Promise((r) => setTimeout(r, 100));
-        assert.ok(n < 250, "no renewal within 25 s");
-      }
-      const last = (await owner.getRoom(room.id)).version;
-      await eventually(() => live.version >= last, "the last version after the resume");
+      await patchThroughRenewal(owner, room.id, live, seen, () => tokens.length > 0, 250);
       assert.deepEqual(closed, []);
       assert.ok(errors.includes("NETWORK"), `errors: ${errors}`);
       assert.equal(cut, 2, "the renewal tried twice");
-      for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
-      assert.equal(live.state.n, n);
     } finally {
       live.close();
     }
