@@ -58,6 +58,22 @@ func TestIdempotencyKey(t *testing.T) {
 		if n := len(mine.body["rooms"].([]any)); n != 1 {
 			t.Fatalf("alice is in %d rooms, want 1: %s", n, mine.raw)
 		}
+		// the records gone (an error answer, a 503 after the room was
+		// made, frees the key): the room's shard knows the key
+		for _, k := range e.idemKeys() {
+			if err := e.store.Client().Del(context.Background(), k).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		found := e.do("POST", "/v1/rooms", alice, arena, "Idempotency-Key", "create-1")
+		want(t, found, 201, "")
+		if found.header.Get("Location") != first.header.Get("Location") || found.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("sent again, the record gone: %s %v, want the room at %s", found.raw, found.header, first.header.Get("Location"))
+		}
+		if mine := e.do("GET", "/v1/me/rooms", alice, nil); len(mine.body["rooms"].([]any)) != 1 {
+			t.Fatalf("alice is in %s, want 1 room", mine.raw)
+		}
+		want(t, e.do("POST", "/v1/rooms", bob, arena, "Idempotency-Key", "create-1"), 201, "") // bob's, found again
 
 		// an error frees the key: the request changed nothing
 		bad := map[string]any{"name": "Bad", "mode": "battle", "region": "eu", "maxPlayers": 0}

@@ -10,15 +10,21 @@ import (
 
 // CreateRoom implements POST /v1/rooms, honouring an Idempotency-Key.
 func (s *Server) CreateRoom(w http.ResponseWriter, r *http.Request, params oapi.CreateRoomParams) {
-	s.idempotent(w, r, params.IdempotencyKey, s.createRoom)
+	s.idempotent(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
+		s.createRoom(w, r, s.keyOf(params.IdempotencyKey))
+	})
 }
 
-func (s *Server) createRoom(w http.ResponseWriter, r *http.Request) {
+// createRoom creates the body's room; key is the request's
+// Idempotency-Key when keys are kept ("" else), from which the room's id
+// derives (rooms.NewRoom.Key).
+func (s *Server) createRoom(w http.ResponseWriter, r *http.Request, key string) {
 	var p rooms.CreateParams
 	if err := decodeBody(r, &p, false, jsonType); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	p.Key = key
 	j, err := s.rooms.Create(r.Context(), userFrom(r.Context()), p)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -15,6 +15,9 @@ type CreateParams struct {
 	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
 	State       State          `json:"state"`
 	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`
+	// Key is the create's Idempotency-Key, if any (not of the body: the
+	// API sets it): see NewRoom.Key.
+	Key string `json:"-"`
 }
 
 // NewRoom is a validated create request with its defaults applied and its
@@ -28,6 +31,15 @@ type NewRoom struct {
 	Attributes  map[string]any
 	State       State
 	StatePolicy StatePolicy
+	// Key is the create's Idempotency-Key, if any. The room's id derives
+	// from it, the creator and the rest of the create, so the same create
+	// run again under the key after its first run's answer was lost (its
+	// instance died and the key's claim lapsed, or Redis did not answer in
+	// time: 503) answers the room the first run made while the creator is
+	// in it, instead of making a second; once the creator left it, or it
+	// closed, the run makes a new room. Another body under the key is
+	// another room.
+	Key string `json:"-"`
 }
 
 // UpdateParams are the owner's changes to a room; nil means unchanged.

@@ -67,7 +67,7 @@ func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, e
 
 func newRoom(p CreateParams, state State) NewRoom {
 	r := NewRoom{Name: p.Name, Mode: p.Mode, Region: p.Region, MaxPlayers: DefaultMaxPlayers,
-		Visibility: Public, Attributes: p.Attributes, State: state, StatePolicy: PolicyOwner}
+		Visibility: Public, Attributes: p.Attributes, State: state, StatePolicy: PolicyOwner, Key: p.Key}
 	if p.MaxPlayers != nil {
 		r.MaxPlayers = *p.MaxPlayers
 	}

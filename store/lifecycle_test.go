@@ -484,6 +484,9 @@ func TestChurnLeavesNoKeys(t *testing.T) {
 							if i%3 == 0 {
 								r.Visibility = rooms.Private
 							}
+							if w%2 == 0 { // its shard's create key goes with it
+								r.Key = fmt.Sprint("create-", i)
+							}
 						})
 						j, err := s.Create(ctx, owner, r)
 						if err != nil {

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -27,13 +30,17 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 
 // Create implements rooms.Store. The room lives in a stripe of its (mode,
 // region) (layout.Placement: the home shard with K = 1), chosen at random among
-// the current configuration's, whatever its visibility, so it never moves.
+// the current configuration's (a keyed create's: the one its key picks),
+// whatever its visibility, so it never moves.
 func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (rooms.Joined, error) {
 	return s.create(ctx, u, p, false)
 }
 
 // create creates p; with onlyIfNone, only when no joinable room of its mode
-// and region exists (roomlua.ErrJoinableExists otherwise).
+// and region exists (roomlua.ErrJoinableExists otherwise). A keyed create
+// (p.Key, never with onlyIfNone) goes to the stripe its digest picks
+// (keyedDigest), where the room its first run made is answered while u is
+// in it (room_create.lua's "k").
 func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyIfNone bool) (rooms.Joined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.Joined{}, err
@@ -42,7 +49,16 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	if err != nil {
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
 	}
-	shard := s.stripes.RandomCreateShard(p.Mode, p.Region)
+	var digest [sha256.Size]byte
+	shard := 0
+	if p.Key != "" && !onlyIfNone {
+		if digest, err = keyedDigest(u, p); err != nil {
+			return rooms.Joined{}, err
+		}
+		shard = s.stripes.SeededCreateShard(p.Mode, p.Region, digest)
+	} else {
+		shard = s.stripes.RandomCreateShard(p.Mode, p.Region)
+	}
 	_, size := rooms.StateTotals(p.State)
 	for range roomlua.CollisionRetries {
 		id := layout.NewRoomID(shard)
@@ -50,12 +66,24 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		if p.Visibility == rooms.Private {
 			code = layout.NewCode(shard, s.shards)
 		}
-		call := roomlua.CreateCall{Scope: s.env.Indexed(shard, id, p.Mode, p.Region), Room: s.newRoom(u, p, attrs, size, code, onlyIfNone)}
+		nr := s.newRoom(u, p, attrs, size, code, onlyIfNone)
+		if p.Key != "" && !onlyIfNone {
+			nr.Digest = hex.EncodeToString(digest[:16])
+		}
+		call := roomlua.CreateCall{Scope: s.env.Indexed(shard, id, p.Mode, p.Region), Room: nr}
 		h, err := s.held.Reserve(ctx, u.ID, id, true)
 		if err != nil {
 			return rooms.Joined{}, err
 		}
-		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
+		r, err := s.runThenRead(ctx, call, shard, id, false)
+		if err == nil {
+			if rest, _ := roomlua.Reply(r.cmd); len(rest) > 2 && rest[1] == "found" {
+				// the first run's room; this id was never made
+				s.held.Release(ctx, h)
+				return s.foundAgain(ctx, u, rest[2])
+			}
+		}
+		j, err := s.joined(r, err)
 		if roomlua.NotRun(err) {
 			s.held.Release(ctx, h)
 		}
@@ -65,6 +93,33 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		return j, err
 	}
 	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", roomlua.CollisionRetries)
+}
+
+// keyedDigest is the SHA-256 of a keyed create's caller, key and room that
+// its stripe and its entry in the shard's create keys derive from
+// (rooms.NewRoom.Key).
+func keyedDigest(u rooms.User, p rooms.NewRoom) ([sha256.Size]byte, error) {
+	body, err := json.Marshal(p) // Key left out; map keys sorted
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("store: keyed create: %w", err)
+	}
+	return sha256.Sum256([]byte(u.ID + "\x00" + p.Key + "\x00" + string(body))), nil
+}
+
+// foundAgain answers a keyed create run again with room id, which its
+// first run made with u in it (the script saw u there a moment ago).
+func (s *Store) foundAgain(ctx context.Context, u rooms.User, id any) (rooms.Joined, error) {
+	rid, _ := id.(string)
+	room, _, err := s.Get(ctx, rid, false)
+	if err != nil {
+		return rooms.Joined{}, err
+	}
+	for _, pl := range room.Players {
+		if pl.UserID == u.ID {
+			return rooms.Joined{Room: room, PlayerID: pl.PlayerID}, nil
+		}
+	}
+	return rooms.Joined{}, fmt.Errorf("store: keyed create's room %s: %s left it as it was found: %w", rid, u.ID, rooms.ErrUnavailable)
 }
 
 // newRoom is room p created by u, with the encoded attributes and the

@@ -1043,13 +1043,15 @@ type QuickJoinParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1072,7 +1074,8 @@ type QuickJoinParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1119,13 +1122,15 @@ type CreateTicketParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1148,7 +1153,8 @@ type CreateTicketParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1243,13 +1249,15 @@ type CreateRoomParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1272,7 +1280,8 @@ type CreateRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1328,13 +1337,15 @@ type InviteToRoomParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1357,7 +1368,8 @@ type InviteToRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1413,13 +1425,15 @@ type SendMessageParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1442,7 +1456,8 @@ type SendMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1519,13 +1534,15 @@ type SendDirectMessageParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1548,7 +1565,8 @@ type SendDirectMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was

@@ -29,7 +29,8 @@ import (
 //     its createdAt score, private rooms in none; joinable rooms (public,
 //     waiting, unlocked, not full counting reserved seats) and only they are in the joinable
 //     indexes (createdAt) and the fill indexes (exact member); every index entry is such
-//     a room; user index and invite codes match the rooms;
+//     a room; user index and invite codes match the rooms, and every
+//     create key (":ckeys") names a room made under it;
 //   - presence: connected players, stream leases and removal deadlines
 //     name players of the room (a deadline only for a disconnected one,
 //     a debounced disconnect only for a connected one, a connect deadline
@@ -135,6 +136,16 @@ var roomPartRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+):(conn|pres
 func (ch *checker) orphan(ctx context.Context, k string) error {
 	if m := roomPartRe.FindStringSubmatch(k); m != nil && ch.rooms[m[1]+"|"+m[2]] == nil {
 		ch.fail("%s outlives its room", k)
+	}
+	if tag, ok := strings.CutSuffix(k, ":ckeys"); ok {
+		tag = strings.Trim(tag, "{}")
+		entries, err := ch.c.HGetAll(ctx, k).Result()
+		for digest, id := range entries {
+			if h := ch.rooms[tag+"|"+id]; h == nil || h["ck"] != digest {
+				ch.fail("%s entry %s: room %s is gone or made by another create", k, digest, id)
+			}
+		}
+		return err
 	}
 	suffix := ":presence:due"
 	if strings.HasSuffix(k, ":rooms:due") {

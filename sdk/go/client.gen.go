@@ -1048,13 +1048,15 @@ type QuickJoinParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1077,7 +1079,8 @@ type QuickJoinParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1124,13 +1127,15 @@ type CreateTicketParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1153,7 +1158,8 @@ type CreateTicketParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1248,13 +1254,15 @@ type CreateRoomParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1277,7 +1285,8 @@ type CreateRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1333,13 +1342,15 @@ type InviteToRoomParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1362,7 +1373,8 @@ type InviteToRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1418,13 +1430,15 @@ type SendMessageParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1447,7 +1461,8 @@ type SendMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -1524,13 +1539,15 @@ type SendDirectMessageParams struct {
 	// error answer is not kept, so the key may be used again: a refusal
 	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
 	// may have been made (see that answer) and the key does not know: a
-	// create sent again may make a second room (`GET /v1/me/rooms` tells);
-	// a quick-join sent again finds the caller in the room the first
-	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message, a direct message or
-	// an invite sent again is sent once (its room, or the recipient's
-	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-	// `inviteToRoom`). The same key with another body or route is 422
+	// create sent again answers the room the first made (201) while the
+	// caller is in it (its shard knows the key, the caller and the body
+	// until the room closes), and makes a new one once the caller left it
+	// or it closed; a quick-join sent again finds the caller in the room
+	// the first joined or made while that room is unfinished and matches
+	// its filters (200, `created: false`); a room message, a direct
+	// message or an invite sent again is sent once (its room, or the
+	// recipient's inbox, knows the key: see `sendMessage`,
+	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1553,7 +1570,8 @@ type SendDirectMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. A request answered 503 because Redis did not answer its
+	// again (a create, a quick-join, a ticket, a message or an invite then
+	// answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
 	// claim of the key holds nothing: a claim Redis would run only after
 	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
@@ -2623,7 +2641,11 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	// Safe to retry with an `Idempotency-Key` (see the parameter): the
+	// same create sent again under the key answers the room its first run
+	// made (201, as it is now) while the caller is in it, even when that
+	// run's answer was lost (a 503, or its server died), instead of making
+	// a second; another body under the key is another room.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2637,7 +2659,11 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	// Safe to retry with an `Idempotency-Key` (see the parameter): the
+	// same create sent again under the key answers the room its first run
+	// made (201, as it is now) while the caller is in it, even when that
+	// run's answer was lost (a 503, or its server died), instead of making
+	// a second; another body under the key is another room.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4487,7 +4513,11 @@ func (c *APIClient) ListRooms(ctx context.Context, params *ListRoomsParams, reqE
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// Safe to retry with an `Idempotency-Key` (see the parameter).
+// Safe to retry with an `Idempotency-Key` (see the parameter): the
+// same create sent again under the key answers the room its first run
+// made (201, as it is now) while the caller is in it, even when that
+// run's answer was lost (a 503, or its server died), instead of making
+// a second; another body under the key is another room.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4511,7 +4541,11 @@ func (c *APIClient) CreateRoomWithBody(ctx context.Context, params *CreateRoomPa
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// Safe to retry with an `Idempotency-Key` (see the parameter).
+// Safe to retry with an `Idempotency-Key` (see the parameter): the
+// same create sent again under the key answers the room its first run
+// made (201, as it is now) while the caller is in it, even when that
+// run's answer was lost (a 503, or its server died), instead of making
+// a second; another body under the key is another room.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8419,7 +8453,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	// Safe to retry with an `Idempotency-Key` (see the parameter): the
+	// same create sent again under the key answers the room its first run
+	// made (201, as it is now) while the caller is in it, even when that
+	// run's answer was lost (a 503, or its server died), instead of making
+	// a second; another body under the key is another room.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8433,7 +8471,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	// Safe to retry with an `Idempotency-Key` (see the parameter): the
+	// same create sent again under the key answers the room its first run
+	// made (201, as it is now) while the caller is in it, even when that
+	// run's answer was lost (a 503, or its server died), instead of making
+	// a second; another body under the key is another room.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15145,7 +15187,11 @@ func (c *ClientWithResponses) ListRoomsWithResponse(ctx context.Context, params 
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// Safe to retry with an `Idempotency-Key` (see the parameter).
+// Safe to retry with an `Idempotency-Key` (see the parameter): the
+// same create sent again under the key answers the room its first run
+// made (201, as it is now) while the caller is in it, even when that
+// run's answer was lost (a 503, or its server died), instead of making
+// a second; another body under the key is another room.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15165,7 +15211,11 @@ func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// Safe to retry with an `Idempotency-Key` (see the parameter).
+// Safe to retry with an `Idempotency-Key` (see the parameter): the
+// same create sent again under the key answers the room its first run
+// made (201, as it is now) while the caller is in it, even when that
+// run's answer was lost (a 503, or its server died), instead of making
+// a second; another body under the key is another room.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -112,7 +112,11 @@ export interface paths {
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          *
-         *     Safe to retry with an `Idempotency-Key` (see the parameter).
+         *     Safe to retry with an `Idempotency-Key` (see the parameter): the
+         *     same create sent again under the key answers the room its first run
+         *     made (201, as it is now) while the caller is in it, even when that
+         *     run's answer was lost (a 503, or its server died), instead of making
+         *     a second; another body under the key is another room.
          */
         post: operations["createRoom"];
         delete?: never;
@@ -2782,13 +2786,15 @@ export interface components {
          *     error answer is not kept, so the key may be used again: a refusal
          *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
          *     may have been made (see that answer) and the key does not know: a
-         *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-         *     a quick-join sent again finds the caller in the room the first
-         *     joined or made while that room is unfinished and matches its
-         *     filters (200, `created: false`); a room message, a direct message or
-         *     an invite sent again is sent once (its room, or the recipient's
-         *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-         *     `inviteToRoom`). The same key with another body or route is 422
+         *     create sent again answers the room the first made (201) while the
+         *     caller is in it (its shard knows the key, the caller and the body
+         *     until the room closes), and makes a new one once the caller left it
+         *     or it closed; a quick-join sent again finds the caller in the room
+         *     the first joined or made while that room is unfinished and matches
+         *     its filters (200, `created: false`); a room message, a direct
+         *     message or an invite sent again is sent once (its room, or the
+         *     recipient's inbox, knows the key: see `sendMessage`,
+         *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
          *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -2811,7 +2817,8 @@ export interface components {
          *     may be cut at any step, and its outcome is unknown. A
          *     request whose instance died before answering holds its key for twice
          *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-         *     again. A request answered 503 because Redis did not answer its
+         *     again (a create, a quick-join, a ticket, a message or an invite then
+         *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
          *     claim of the key holds nothing: a claim Redis would run only after
          *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
          *     answer replayed later than the grace may name a room the caller was
@@ -2992,13 +2999,15 @@ export interface operations {
                  *     error answer is not kept, so the key may be used again: a refusal
                  *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
                  *     may have been made (see that answer) and the key does not know: a
-                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-                 *     a quick-join sent again finds the caller in the room the first
-                 *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message, a direct message or
-                 *     an invite sent again is sent once (its room, or the recipient's
-                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-                 *     `inviteToRoom`). The same key with another body or route is 422
+                 *     create sent again answers the room the first made (201) while the
+                 *     caller is in it (its shard knows the key, the caller and the body
+                 *     until the room closes), and makes a new one once the caller left it
+                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     the first joined or made while that room is unfinished and matches
+                 *     its filters (200, `created: false`); a room message, a direct
+                 *     message or an invite sent again is sent once (its room, or the
+                 *     recipient's inbox, knows the key: see `sendMessage`,
+                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3021,7 +3030,8 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. A request answered 503 because Redis did not answer its
+                 *     again (a create, a quick-join, a ticket, a message or an invite then
+                 *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
                  *     claim of the key holds nothing: a claim Redis would run only after
                  *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
@@ -3611,13 +3621,15 @@ export interface operations {
                  *     error answer is not kept, so the key may be used again: a refusal
                  *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
                  *     may have been made (see that answer) and the key does not know: a
-                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-                 *     a quick-join sent again finds the caller in the room the first
-                 *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message, a direct message or
-                 *     an invite sent again is sent once (its room, or the recipient's
-                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-                 *     `inviteToRoom`). The same key with another body or route is 422
+                 *     create sent again answers the room the first made (201) while the
+                 *     caller is in it (its shard knows the key, the caller and the body
+                 *     until the room closes), and makes a new one once the caller left it
+                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     the first joined or made while that room is unfinished and matches
+                 *     its filters (200, `created: false`); a room message, a direct
+                 *     message or an invite sent again is sent once (its room, or the
+                 *     recipient's inbox, knows the key: see `sendMessage`,
+                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3640,7 +3652,8 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. A request answered 503 because Redis did not answer its
+                 *     again (a create, a quick-join, a ticket, a message or an invite then
+                 *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
                  *     claim of the key holds nothing: a claim Redis would run only after
                  *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
@@ -3735,13 +3748,15 @@ export interface operations {
                  *     error answer is not kept, so the key may be used again: a refusal
                  *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
                  *     may have been made (see that answer) and the key does not know: a
-                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-                 *     a quick-join sent again finds the caller in the room the first
-                 *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message, a direct message or
-                 *     an invite sent again is sent once (its room, or the recipient's
-                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-                 *     `inviteToRoom`). The same key with another body or route is 422
+                 *     create sent again answers the room the first made (201) while the
+                 *     caller is in it (its shard knows the key, the caller and the body
+                 *     until the room closes), and makes a new one once the caller left it
+                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     the first joined or made while that room is unfinished and matches
+                 *     its filters (200, `created: false`); a room message, a direct
+                 *     message or an invite sent again is sent once (its room, or the
+                 *     recipient's inbox, knows the key: see `sendMessage`,
+                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3764,7 +3779,8 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. A request answered 503 because Redis did not answer its
+                 *     again (a create, a quick-join, a ticket, a message or an invite then
+                 *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
                  *     claim of the key holds nothing: a claim Redis would run only after
                  *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
@@ -3871,13 +3887,15 @@ export interface operations {
                  *     error answer is not kept, so the key may be used again: a refusal
                  *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
                  *     may have been made (see that answer) and the key does not know: a
-                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-                 *     a quick-join sent again finds the caller in the room the first
-                 *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message, a direct message or
-                 *     an invite sent again is sent once (its room, or the recipient's
-                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-                 *     `inviteToRoom`). The same key with another body or route is 422
+                 *     create sent again answers the room the first made (201) while the
+                 *     caller is in it (its shard knows the key, the caller and the body
+                 *     until the room closes), and makes a new one once the caller left it
+                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     the first joined or made while that room is unfinished and matches
+                 *     its filters (200, `created: false`); a room message, a direct
+                 *     message or an invite sent again is sent once (its room, or the
+                 *     recipient's inbox, knows the key: see `sendMessage`,
+                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3900,7 +3918,8 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. A request answered 503 because Redis did not answer its
+                 *     again (a create, a quick-join, a ticket, a message or an invite then
+                 *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
                  *     claim of the key holds nothing: a claim Redis would run only after
                  *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
@@ -4355,13 +4374,15 @@ export interface operations {
                  *     error answer is not kept, so the key may be used again: a refusal
                  *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
                  *     may have been made (see that answer) and the key does not know: a
-                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-                 *     a quick-join sent again finds the caller in the room the first
-                 *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message, a direct message or
-                 *     an invite sent again is sent once (its room, or the recipient's
-                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-                 *     `inviteToRoom`). The same key with another body or route is 422
+                 *     create sent again answers the room the first made (201) while the
+                 *     caller is in it (its shard knows the key, the caller and the body
+                 *     until the room closes), and makes a new one once the caller left it
+                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     the first joined or made while that room is unfinished and matches
+                 *     its filters (200, `created: false`); a room message, a direct
+                 *     message or an invite sent again is sent once (its room, or the
+                 *     recipient's inbox, knows the key: see `sendMessage`,
+                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -4384,7 +4405,8 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. A request answered 503 because Redis did not answer its
+                 *     again (a create, a quick-join, a ticket, a message or an invite then
+                 *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
                  *     claim of the key holds nothing: a claim Redis would run only after
                  *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
@@ -4474,13 +4496,15 @@ export interface operations {
                  *     error answer is not kept, so the key may be used again: a refusal
                  *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
                  *     may have been made (see that answer) and the key does not know: a
-                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
-                 *     a quick-join sent again finds the caller in the room the first
-                 *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message, a direct message or
-                 *     an invite sent again is sent once (its room, or the recipient's
-                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
-                 *     `inviteToRoom`). The same key with another body or route is 422
+                 *     create sent again answers the room the first made (201) while the
+                 *     caller is in it (its shard knows the key, the caller and the body
+                 *     until the room closes), and makes a new one once the caller left it
+                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     the first joined or made while that room is unfinished and matches
+                 *     its filters (200, `created: false`); a room message, a direct
+                 *     message or an invite sent again is sent once (its room, or the
+                 *     recipient's inbox, knows the key: see `sendMessage`,
+                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -4503,7 +4527,8 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. A request answered 503 because Redis did not answer its
+                 *     again (a create, a quick-join, a ticket, a message or an invite then
+                 *     answers what the first run made, as after a 503). A request answered 503 because Redis did not answer its
                  *     claim of the key holds nothing: a claim Redis would run only after
                  *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was

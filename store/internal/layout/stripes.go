@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -233,6 +234,15 @@ func (p *Placement) Drained(mode, region string, shard int) bool {
 func (p *Placement) RandomCreateShard(mode, region string) int {
 	c := p.CreateShards(mode, region)
 	return c[rand.IntN(len(c))]
+}
+
+// SeededCreateShard is the stripe of the current configuration that seed
+// picks: the same seed, the same stripe while the configuration stands (a
+// keyed create run again looks there for the room its first run made);
+// seeds spread evenly over the stripes.
+func (p *Placement) SeededCreateShard(mode, region string, seed [32]byte) int {
+	c := p.CreateShards(mode, region)
+	return c[binary.BigEndian.Uint64(seed[24:])%uint64(len(c))]
 }
 
 // CRC16 is Redis Cluster's key hash (CRC-16/XMODEM: polynomial 0x1021,

@@ -28,8 +28,11 @@ type CreateCall struct {
 // NewRoom is room_create.lua's ARGV[7..]: the room P, created by Owner,
 // with its attributes encoded, its invite code ("" public), the state's
 // size, OnlyIfNone (refused with JOINABLE_EXISTS when a joinable room of
-// its mode and region exists) and FirstCheck (when the janitor first
-// looks at it: ms after its creation, or "inf").
+// its mode and region exists), Digest (a keyed create's, of its creator,
+// key and body: the room the shard's create keys name for it, when Owner
+// is in it, is answered instead; "" not keyed; never with OnlyIfNone) and
+// FirstCheck (when the janitor first looks at it: ms after its creation,
+// or "inf").
 type NewRoom struct {
 	P          rooms.NewRoom
 	Owner      rooms.User
@@ -37,13 +40,18 @@ type NewRoom struct {
 	Code       string
 	StateSize  int
 	OnlyIfNone bool
+	Digest     string
 	FirstCheck string
 }
 
 func (n NewRoom) args() []any {
+	how := flag(n.OnlyIfNone)
+	if n.Digest != "" {
+		how = "k" + n.Digest
+	}
 	args := []any{n.P.Name, n.P.Mode, n.P.Region, string(n.P.Visibility),
 		n.P.MaxPlayers, string(n.P.StatePolicy), n.Attrs, n.Code, n.Owner.ID, JSONString(n.Owner.Name), n.StateSize,
-		flag(n.OnlyIfNone), n.FirstCheck}
+		how, n.FirstCheck}
 	for _, k := range sortedKeys(n.P.State) {
 		args = append(args, k, []byte(n.P.State[k]))
 	}

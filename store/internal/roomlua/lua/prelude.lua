@@ -37,6 +37,9 @@
 --   hash's "rv" counts them. K_KICKED, the users the room kicked without a
 --   ban (zset userId -> when, ms; its last rooms.MaxBans kicks, deleted
 --   with the room: player_remove.lua), is the room hash's name + ":kicked".
+--   K_CKEYS, the shard's create keys (hash digest -> roomId: the room a
+--   keyed create made, room_create.lua; the entry goes with its room,
+--   close_room), is the shard's tag + ":ckeys".
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
@@ -53,7 +56,7 @@
 -- owner and state-policy checks for it, and it is player 0 in events.
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
-local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED, K_KICKED
+local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED, K_KICKED, K_CKEYS
 local K_OUTBOX, outbox_len
 local room_id, channel, pubcmd, tag, closed_ttl, connect_ms, maxlen, log_cap, LOG_SLACK
 local now_us, now
@@ -75,6 +78,7 @@ local function begin()
   K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
   K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[33], KEYS[34], KEYS[35], KEYS[36]
   K_RESERVED, K_KICKED = K_ROOM .. ':reserved', K_ROOM .. ':kicked'
+  K_CKEYS = string.match(K_ROOM, '^({[^}]*})') .. ':ckeys'
   room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
   tag = ARGV[4]
   closed_ttl, connect_ms = string.match(ARGV[6], '^(%d+) ?(%d*)$')
@@ -419,9 +423,10 @@ end
 -- final event.
 local function close_room(reason, before)
   before = before or placement()
-  local code = redis.call('HGET', K_ROOM, 'cd')
+  local code, ck = unpack(redis.call('HMGET', K_ROOM, 'cd', 'ck'))
   local v = emit('room_closed', ',"reason":"' .. reason .. '"')
   if code then redis.call('HDEL', K_CODES, code) end
+  if ck and redis.call('HGET', K_CKEYS, ck) == room_id then redis.call('HDEL', K_CKEYS, ck) end
   for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
     unindex_user(uid)
     unhold('c', uid)

@@ -7,15 +7,29 @@
 -- keys, "sk" counted at stateVersion "kv" 0, are the pairs of ARGV[20..])
 -- ARGV[18] "1": only when no joinable room of the same mode and region
 -- exists (quick-join; gone rooms' entries at the fill index's head are
--- dropped, up to 16, and do not count), else ""
+-- dropped, up to 16, and do not count); "k<digest>": a keyed create
+-- (rooms.NewRoom.Key), the digest of its creator, key and body: the room
+-- the shard's create keys (K_CKEYS) name for it, when the creator is in
+-- it, is answered {"OK", playerId, "found", roomId} and nothing is made
+-- (the create run again after its answer was lost); else the new room is
+-- recorded there for it (field "ck" of the room hash; close_room drops the
+-- entry); else ""
 -- ARGV[19] when the janitor first looks at the room: ms from now, or "inf"
 -- ARGV[20..] state key, value pairs
--- Reply: {"OK", 1} | {"ID_TAKEN"} | {"CODE_TAKEN"} |
---        {"JOINABLE_EXISTS"}
+-- Reply: {"OK", 1} | {"OK", playerId, "found", roomId} | {"ID_TAKEN"} |
+--        {"CODE_TAKEN"} | {"JOINABLE_EXISTS"}
 local name, mode, region, vis = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local max, policy, attrs, code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
 local uid, name_json, state_bytes, only_if_none = ARGV[15], ARGV[16], ARGV[17], ARGV[18]
 local first_check = ARGV[19]
+local ck = string.match(only_if_none, '^k(.+)$')
+
+-- a keyed create's first run's room, while its creator is in it
+if ck then
+  local prev = redis.call('HGET', K_CKEYS, ck)
+  local pid = prev and redis.call('HGET', string.sub(K_ROOM, 1, #K_ROOM - #room_id) .. prev .. ':users', uid)
+  if pid then return {'OK', tonumber(pid), 'found', prev} end
+end
 
 -- an id is never reused: a closed room's log, kept a while for streams
 -- to read its end, keeps the id taken (a match room's repair after the
@@ -52,6 +66,10 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes,
   'sk', tostring((#ARGV - 19) / 2), 'kv', '0')
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
+if ck then
+  redis.call('HSET', K_ROOM, 'ck', ck)
+  redis.call('HSET', K_CKEYS, ck, room_id)
+end
 known_ver, known_lb, known_ln = 0, 0, 0 -- a new room (ids are never reused, above): an empty log
 if #ARGV > 19 then redis.call('HSET', K_STATE, unpack(ARGV, 20)) end
 local pid = add_player(uid, name_json, {sq = 0, pc = 0, cr = num(created)})

@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// A keyed create whose reply was lost after it ran (503) and is sent again
+// with the same Idempotency-Key (its claim lapsed or was never kept)
+// answers the room the first run made, making no second: the room's id
+// derives from the caller, the key and the body. Another body under the
+// key is another room, and once the caller left the key's room a run of
+// it makes a new one; standalone and Cluster, the quotas on.
+func TestLostCreateReplyFoundAgainWithItsKey(t *testing.T) {
+	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
+	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
+	for _, tc := range []struct {
+		name    string
+		proxies []*redistest.Proxy
+		b       redistest.Backend
+	}{
+		{"standalone", standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}},
+		{"cluster", cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, tc.b, func(c *store.Config) {
+				c.Batch = &store.Batching{}
+				c.Quotas = store.Quotas{RoomsOwned: 3, RoomsJoined: 3}
+			})
+			mustCreate(t, s, bob, newRoom()) // the script known to the nodes
+			keyed := newRoom(func(r *rooms.NewRoom) { r.Key = "create-1"; r.Visibility = rooms.Private })
+			lost := 0
+			for _, p := range tc.proxies {
+				lost -= p.Lost()
+				p.LoseReplyTo(s.SentAs("room_create"))
+			}
+			if _, err := s.Create(ctx, alice, keyed); !errors.Is(err, rooms.ErrUnavailable) {
+				t.Fatalf("create with its reply lost: %v, want %v", err, rooms.ErrUnavailable)
+			}
+			for _, p := range tc.proxies {
+				p.LoseReplyTo("")
+				lost += p.Lost()
+			}
+			if lost != 1 {
+				t.Fatalf("%d replies lost, want 1", lost)
+			}
+			in := reality(t, s, alice)
+			if len(in) != 1 {
+				t.Fatalf("after the lost reply alice is in %v, want one room", in)
+			}
+			again, err := s.Create(ctx, alice, keyed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in[again.Room.ID] != "o" || again.PlayerID != 1 || again.Room.PlayerCount != 1 || again.Room.InviteCode == "" {
+				t.Fatalf("sent again: room %s player %d, %d players, code %q; want the room of %v, player 1 alone, with its code",
+					again.Room.ID, again.PlayerID, again.Room.PlayerCount, again.Room.InviteCode, in)
+			}
+			if got := reality(t, s, alice); len(got) != 1 {
+				t.Fatalf("after sending it again alice is in %v", got)
+			}
+			if v := again.Room.Version; v != 1 {
+				t.Fatalf("the room at version %d after the run again, want 1 (nothing changed)", v)
+			}
+			// another body under the key is another room
+			other, err := s.Create(ctx, alice, newRoom(func(r *rooms.NewRoom) { r.Key = "create-1"; r.Name = "Other" }))
+			if err != nil || other.Room.ID == again.Room.ID {
+				t.Fatalf("another body under the key: %s %v, want another room", other.Room.ID, err)
+			}
+			// once alice left the key's room (bob in it, so it stays), a run
+			// of the key makes a new room, and a run again finds that one
+			if _, err := s.JoinByCode(ctx, bob, again.Room.InviteCode); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, alice, again.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := s.Create(ctx, alice, keyed)
+			if err != nil || fresh.Room.ID == again.Room.ID || fresh.PlayerID != 1 {
+				t.Fatalf("the key run after alice left its room: %s player %d (%v), want a new room", fresh.Room.ID, fresh.PlayerID, err)
+			}
+			if found, err := s.Create(ctx, alice, keyed); err != nil || found.Room.ID != fresh.Room.ID {
+				t.Fatalf("run again: %s (%v), want %s", found.Room.ID, err, fresh.Room.ID)
+			}
+			// and once that room closed (alice alone in it), a new one again
+			if err := s.Delete(ctx, alice, fresh.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+			last, err := s.Create(ctx, alice, keyed)
+			if err != nil || last.Room.ID == fresh.Room.ID {
+				t.Fatalf("the key run after its room closed: %s (%v), want a new room", last.Room.ID, err)
+			}
+			// a room's create key goes with it (checkInvariants: every entry
+			// names its room)
+			for _, id := range []string{last.Room.ID, other.Room.ID} {
+				if err := s.Delete(ctx, alice, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// Keyed creates sent at once (the key's claim lapsed while the first ran)
+// make one room between them, which every run answers.
+func TestConcurrentKeyedCreatesMakeOneRoom(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		keyed := newRoom(func(r *rooms.NewRoom) { r.Key = "create-at-once" })
+		ids := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				j, err := s.Create(context.Background(), alice, keyed)
+				if err != nil {
+					t.Error(err)
+				}
+				ids[i] = j.Room.ID
+			})
+		}
+		wg.Wait()
+		in := reality(t, s, alice)
+		if len(in) != 1 {
+			t.Fatalf("alice is in %v, want one room", in)
+		}
+		for _, id := range ids {
+			if in[id] != "o" {
+				t.Fatalf("answers %v, want each the room alice owns, %v", ids, in)
+			}
+		}
+		checkInvariants(t, s)
+	})
+}
