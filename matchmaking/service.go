@@ -28,6 +28,14 @@ const (
 	// InFlight is how long a claim on a ticket not (yet) queued holds: a
 	// create between its claims and its queueing, or one that died there.
 	InFlight = 15 * time.Second
+	// ClockTolerance is how far an instance's clock may run ahead of
+	// Redis' before it takes a searching ticket for expired: a ticket's
+	// ExpiresAt is Redis' time, and the pass (Redis' clock) matches it
+	// until then, so an instance ahead that let its users queue again at
+	// its own ExpiresAt would give them two searching tickets, matched
+	// twice or against themselves. The pass marks a ticket expired on
+	// Redis' clock; only a ticket no pass has marked waits this more.
+	ClockTolerance = 5 * time.Second
 )
 
 // Service is the tickets' rules: it validates a ticket against its mode's
@@ -396,7 +404,8 @@ func (s *Service) releaseAll(uids []string, id string) {
 	}
 }
 
-// final reports whether t no longer searches (its TTL passed counts).
+// final reports whether t no longer searches (its TTL passed, and
+// ClockTolerance after, counts).
 //
 // A ticket matched without a room yet is not final: its match may still
 // go back to the queue (a backfill whose room refused it, a match whose
@@ -405,7 +414,13 @@ func (s *Service) releaseAll(uids []string, id string) {
 // tickets.
 func (s *Service) final(t Ticket) bool {
 	inFlight := t.Status == Searching || t.Status == Matched && t.RoomID == ""
-	return !inFlight || !s.cfg.Now().Before(t.ExpiresAt)
+	return !inFlight || s.lapsed(t)
+}
+
+// lapsed reports whether t's TTL passed by every clock within
+// ClockTolerance of this instance's.
+func (s *Service) lapsed(t Ticket) bool {
+	return !s.cfg.Now().Before(t.ExpiresAt.Add(ClockTolerance))
 }
 
 // Get returns ticket id as u may see it: one of its users (leader or
@@ -429,12 +444,12 @@ func (s *Service) visible(u rooms.User, t Ticket) bool {
 	return slices.Contains(t.Users(), u.ID)
 }
 
-// view fills what a read shows: a searching ticket past its TTL is
-// expired (the next pass makes it so); a searching one its window and
-// wait now.
+// view fills what a read shows: a searching ticket past its TTL (and
+// ClockTolerance: lapsed) is expired (the next pass makes it so); a
+// searching one its window and wait now.
 func (s *Service) view(t Ticket, r Rules) Ticket {
 	now := s.cfg.Now()
-	if t.Status == Searching && !now.Before(t.ExpiresAt) {
+	if t.Status == Searching && s.lapsed(t) {
 		t.Status = Expired
 	}
 	if t.Status == Searching {

@@ -2284,8 +2284,12 @@ type ClientInterface interface {
 	//
 	// `searching` with the current rating `window` and `waitedSeconds`;
 	// `matched` with `matchId`, `region`, `team` and, once the room is
-	// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
-	// ticket stays readable 5 minutes, then 404. Its leader and party
+	// made, `roomId`; `expired` (its TTL passed: the matcher's next pass
+	// marks it, by Redis' clock; a ticket no pass marked shows `expired`,
+	// and frees its users for a new ticket, 5 s past its `expiresAt`, so
+	// that an instance whose clock runs ahead of Redis' does not let them
+	// queue a second ticket the matcher still matches); `cancelled`. A
+	// final ticket stays readable 5 minutes, then 404. Its leader and party
 	// members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
 	//
 	// API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
@@ -4036,8 +4040,12 @@ func (c *APIClient) CancelTicket(ctx context.Context, ticketId string, reqEditor
 //
 // `searching` with the current rating `window` and `waitedSeconds`;
 // `matched` with `matchId`, `region`, `team` and, once the room is
-// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
-// ticket stays readable 5 minutes, then 404. Its leader and party
+// made, `roomId`; `expired` (its TTL passed: the matcher's next pass
+// marks it, by Redis' clock; a ticket no pass marked shows `expired`,
+// and frees its users for a new ticket, 5 s past its `expiresAt`, so
+// that an instance whose clock runs ahead of Redis' does not let them
+// queue a second ticket the matcher still matches); `cancelled`. A
+// final ticket stays readable 5 minutes, then 404. Its leader and party
 // members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
 //
 // API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
@@ -8080,8 +8088,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// `searching` with the current rating `window` and `waitedSeconds`;
 	// `matched` with `matchId`, `region`, `team` and, once the room is
-	// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
-	// ticket stays readable 5 minutes, then 404. Its leader and party
+	// made, `roomId`; `expired` (its TTL passed: the matcher's next pass
+	// marks it, by Redis' clock; a ticket no pass marked shows `expired`,
+	// and frees its users for a new ticket, 5 s past its `expiresAt`, so
+	// that an instance whose clock runs ahead of Redis' does not let them
+	// queue a second ticket the matcher still matches); `cancelled`. A
+	// final ticket stays readable 5 minutes, then 404. Its leader and party
 	// members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
 	//
 	// API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
@@ -14742,8 +14754,12 @@ func (c *ClientWithResponses) CancelTicketWithResponse(ctx context.Context, tick
 //
 // `searching` with the current rating `window` and `waitedSeconds`;
 // `matched` with `matchId`, `region`, `team` and, once the room is
-// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
-// ticket stays readable 5 minutes, then 404. Its leader and party
+// made, `roomId`; `expired` (its TTL passed: the matcher's next pass
+// marks it, by Redis' clock; a ticket no pass marked shows `expired`,
+// and frees its users for a new ticket, 5 s past its `expiresAt`, so
+// that an instance whose clock runs ahead of Redis' does not let them
+// queue a second ticket the matcher still matches); `cancelled`. A
+// final ticket stays readable 5 minutes, then 404. Its leader and party
 // members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
 //
 // API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.

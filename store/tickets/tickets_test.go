@@ -142,6 +142,53 @@ func TestClaimOfATicketNeverQueued(t *testing.T) {
 	})
 }
 
+// An instance whose clock runs ahead of Redis' (a tester's find: 1.5 s
+// was enough) takes a ticket for expired only ClockTolerance past its
+// ExpiresAt, Redis' time, until which the pass still matches it: before,
+// it let the ticket's user queue a second ticket at its own ExpiresAt,
+// and the pass matched the user twice or against themself. A ticket a
+// pass marked expired frees its user at once, whatever the clocks.
+func TestTicketExpiryToleratesAClockAhead(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {ticketTTL: 1m}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		first, err := e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := func(d time.Duration) env { // an instance whose clock reads first's expiry + d now
+			return open(t, b, rs, func(c *matchmaking.Config) {
+				c.Queue = e.tickets
+				c.Now = func() time.Time { return first.ExpiresAt.Add(d) }
+			})
+		}
+		p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}
+		ahead := at(matchmaking.ClockTolerance - time.Second)
+		if _, err := ahead.svc.Create(ctx, player("alice"), p); !errors.Is(err, matchmaking.ErrTicketActive) {
+			t.Fatalf("a create on a clock past the expiry by less than the tolerance: %v, want ErrTicketActive", err)
+		}
+		if got, err := ahead.svc.Get(ctx, player("alice"), first.ID); err != nil || got.Status != matchmaking.Searching {
+			t.Fatalf("read there: %s %v, want searching", got.Status, err)
+		}
+		if n, err := e.tickets.Searching(ctx, "duel"); err != nil || n != 1 {
+			t.Fatalf("%d tickets searching (%v), want alice's one", n, err)
+		}
+		lapsed := at(matchmaking.ClockTolerance)
+		if got, err := lapsed.svc.Get(ctx, player("alice"), first.ID); err != nil || got.Status != matchmaking.Expired {
+			t.Fatalf("read past the tolerance: %s %v, want expired", got.Status, err)
+		}
+		// a pass on Redis' time past the expiry marks it: free at once
+		if _, err := e.tickets.Pass(ctx, "duel", rs.Of("duel"), matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute,
+			Now: first.ExpiresAt.Add(time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ahead.svc.Create(ctx, player("alice"), p); err != nil {
+			t.Fatalf("a create once a pass marked the ticket expired: %v", err)
+		}
+	})
+}
+
 // Concurrent creates of one user, and of parties sharing a member, leave
 // one searching ticket per user.
 func TestConcurrentCreatesOneTicketPerUser(t *testing.T) {
