@@ -70,8 +70,8 @@ type Config struct {
 	ClusterAddrs []string
 	// Neither set: an embedded in-process store (memory only).
 
-	// ReadFromReplicas routes a Cluster's browsing reads (lists, lobby
-	// lists, stats) to replicas; see ReplicaReads. Only with ClusterAddrs;
+	// ReadFromReplicas routes a Cluster's browsing reads (lists, stats)
+	// to replicas; see ReplicaReads. Only with ClusterAddrs;
 	// "" is off.
 	ReadFromReplicas ReplicaReads
 

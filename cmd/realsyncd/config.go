@@ -118,7 +118,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
 	fs.StringVar(&cluster, "redis-cluster-addrs", env("REALSYNC_REDIS_CLUSTER_ADDRS", ""), "Cluster seed nodes, comma-separated (REALSYNC_REDIS_CLUSTER_ADDRS)")
-	fs.StringVar(&replicaReads, "redis-read-from-replicas", env("REALSYNC_REDIS_READ_FROM_REPLICAS", "off"), "Cluster only: off, on (replicas), random (master or replicas) or latency (nearest node) for list, stats and lobby-list reads (REALSYNC_REDIS_READ_FROM_REPLICAS)")
+	fs.StringVar(&replicaReads, "redis-read-from-replicas", env("REALSYNC_REDIS_READ_FROM_REPLICAS", "off"), "Cluster only: off, on (replicas), random (master or replicas) or latency (nearest node) for list and stats reads (REALSYNC_REDIS_READ_FROM_REPLICAS)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env("REALSYNC_JWT_SECRET", ""), "HS256 secret shared by all instances (REALSYNC_JWT_SECRET)")
 	fs.StringVar(&guest, "guest-auth", env("REALSYNC_GUEST_AUTH", ""), "allow guest tokens (REALSYNC_GUEST_AUTH); default true, false in production")
 	fs.StringVar(&envName, "env", env("REALSYNC_ENV", envDevelopment), "development or production (REALSYNC_ENV)")

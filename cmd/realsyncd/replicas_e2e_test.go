@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
 )
 
 // replicaReads sums the ZRANGE and HGETALL calls (the browsing reads' commands)
@@ -52,7 +54,10 @@ func lobbyList(t *testing.T, in *instance, token string) string {
 // realsyncd with REALSYNC_REDIS_READ_FROM_REPLICAS=on on a Cluster with a
 // replica per master: lists and stats reach the replicas and are right once
 // replication caught up; with every replica killed they still answer 200,
-// right, from the masters, and so does the lobby stream's list.
+// right, from the masters. The lobby stream's list is read from the
+// masters whatever the setting (a tester's find: read from a replica
+// behind, it listed a room locked before the stream subscribed, whose
+// notice went to nobody, and the client kept it for good).
 func TestReadFromReplicasEndToEnd(t *testing.T) {
 	t.Parallel()
 	cluster, err := redistest.StartClusterWithReplicas(3, 1)
@@ -61,19 +66,21 @@ func TestReadFromReplicasEndToEnd(t *testing.T) {
 	}
 	t.Cleanup(cluster.Stop)
 	bin := raceBinary(t)
-	in := start(t, bin, "REALSYNC_KEY_PREFIX="+redistest.Prefix(t), "REALSYNC_JWT_SECRET=e2e-secret",
+	prefix := redistest.Prefix(t)
+	in := start(t, bin, "REALSYNC_KEY_PREFIX="+prefix, "REALSYNC_JWT_SECRET=e2e-secret",
 		"REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(cluster.Addrs(), ","), "REALSYNC_REDIS_READ_FROM_REPLICAS=on", loadTestLimits)
 	masters, replicas := cluster.Nodes[:3], cluster.Nodes[3:]
 
 	tok := guest(t, in, "browser")
-	var ids []string
+	var ids, owners []string
 	for i := range 6 {
-		status, body := call(t, "POST", in.url+"/v1/rooms", guest(t, in, "owner"), map[string]any{"name": "r",
+		owner := guest(t, in, "owner")
+		status, body := call(t, "POST", in.url+"/v1/rooms", owner, map[string]any{"name": "r",
 			"mode": fmt.Sprint("m", i), "region": "eu", "maxPlayers": 4})
 		if status != 201 {
 			t.Fatalf("create: %d %v", status, body)
 		}
-		ids = append(ids, body["room"].(map[string]any)["id"].(string))
+		ids, owners = append(ids, body["room"].(map[string]any)["id"].(string)), append(owners, owner)
 	}
 	if status, body := call(t, "POST", in.url+"/v1/rooms/"+ids[0]+"/join", tok, nil); status != 200 {
 		t.Fatalf("join: %d %v", status, body)
@@ -113,15 +120,37 @@ func TestReadFromReplicasEndToEnd(t *testing.T) {
 	}
 	check("replicas in sync")
 
+	// room 5 locked on a master whose replica is cut off: the browsing
+	// list, read there, still shows it joinable; the lobby stream's list
+	// must not
+	shard, _ := strconv.ParseInt(ids[5][:2], 36, 32)
+	master, _, err := cluster.MasterOf(t.Context(), store.ShardTags(prefix, 16, store.SchemaVersion)[shard])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := redistest.CutReplication(t.Context(), master); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := call(t, "PATCH", in.url+"/v1/rooms/"+ids[5], owners[5], map[string]any{"locked": true}); status != 200 {
+		t.Fatalf("lock: %d %v", status, body)
+	}
+	if _, stale := call(t, "GET", in.url+"/v1/rooms?joinable=true&mode=m5", tok, nil); len(stale["rooms"].([]any)) != 1 {
+		t.Fatalf("browsing list of the cut-off replica: %v, want the room still joinable there", stale)
+	}
+	_, lt := call(t, "POST", in.url+"/v1/lobby/stream-token", tok, nil)
+	if list := lobbyList(t, in, lt["token"].(string)); strings.Contains(list, `"`+ids[5]+`"`) || !strings.Contains(list, `"`+ids[4]+`"`) {
+		t.Fatalf("lobby list with a replica behind: %s, want room %s and not %s, locked", list, ids[4], ids[5])
+	}
+
 	for _, r := range replicas {
 		r.Kill()
 	}
 	for i := range 5 {
 		check(fmt.Sprint("every replica dead, list ", i))
 	}
-	_, lt := call(t, "POST", in.url+"/v1/lobby/stream-token", tok, nil)
+	_, lt = call(t, "POST", in.url+"/v1/lobby/stream-token", tok, nil)
 	list := lobbyList(t, in, lt["token"].(string))
-	for _, id := range ids {
+	for _, id := range ids[:5] {
 		if !strings.Contains(list, `"`+id+`"`) {
 			t.Fatalf("lobby list with every replica dead: %s, want room %s", list, id)
 		}

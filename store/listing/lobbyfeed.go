@@ -15,10 +15,15 @@ import (
 
 var _ sse.LobbySource = (*Index)(nil)
 
-// Joinable implements sse.LobbySource with a fill-order listing, a
-// browsing read (replicas when configured, see ReplicaReads).
+// Joinable implements sse.LobbySource with a fill-order listing, always
+// from the masters (not a browsing read): a stream reads it once
+// subscribed, and a replica behind would list a room changed before that
+// (locked, filled, deleted), whose notice went to nobody, so the client
+// would keep it until the room's next change, perhaps for good.
 func (s *Index) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
-	res, err := s.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
+	masters := *s
+	masters.reads = nil
+	res, err := masters.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
 		Mode: mode, Region: region, Sort: lobby.Fill, Limit: limit})
 	return res.Rooms, err
 }

@@ -10,11 +10,12 @@ import (
 
 // ReplicaReads says where a Cluster's browsing reads go
 // (REALSYNC_REDIS_READ_FROM_REPLICAS). Browsing reads are exactly: the room
-// list (List, and the lobby stream's list, Joinable) and the lobby stats
-// (Stats). Everything else, joins, quick-join, a room and its state, my
-// rooms, messages, the lobby stream's per-change reads (Rooms) and every
-// script, always reads the shard's master: a client reads those back right
-// after writing them.
+// list (List) and the lobby stats (Stats). Everything else, joins,
+// quick-join, a room and its state, my rooms, messages, the lobby stream's
+// list and per-change reads (Joinable, Rooms: a change made before the
+// stream subscribed has no notice to come, so a room a replica behind
+// listed would stay in the client's view) and every script, always reads
+// the shard's master: a client reads those back right after writing them.
 //
 // A replica applies a master's writes after a replication lag (well under a
 // millisecond on a LAN), so a browsing read may miss the latest changes: a
