@@ -15,11 +15,16 @@ import (
 // server answered 401 to a token it is that token, and the request is sent
 // once more with what the source returns then: renew the token (a studio
 // login) or return an error. An event stream's token_expiring asks it the
-// same way (refused: the stream's token), and the token returned must
-// expire later (a JWT's exp; a token that is no JWT must differ). Its
-// error is returned as a *TokenError; a stream retries it only when it is
-// a network error or a 5xx, 408 or 429 *Error, and else ends with it
-// (ClosedError). Called from any goroutine.
+// same way (refused: the stream's token), and the token returned should
+// expire later (a JWT's exp; a token that is no JWT must differ): while
+// the expiring token has 5 s left, a source still returning it (its cached
+// token, not renewed yet) is asked again at the next token_expiring, the
+// stream reconnecting with that token meanwhile (the server then keeps it
+// for half of what is left); below that the stream ends with 401
+// UNAUTHENTICATED. So renew at least a minute before the token expires.
+// Its error is returned as a *TokenError; a stream retries it only when
+// it is a network error or a 5xx, 408 or 429 *Error, and else ends with
+// it (ClosedError). Called from any goroutine.
 type TokenSource func(ctx context.Context, refused string) (string, error)
 
 // WithToken authenticates as a player with an identity token (a guest

@@ -134,9 +134,14 @@ type RoomClosed struct {
 // with expires soon (at ExpiresAt, by the server's clock). The reader asks
 // the token source for a new token as if the server had refused the
 // current one (Guest's refreshes it), reconnects at once with it and
-// resumes: nothing is missed. A token that cannot be renewed (WithToken,
-// or the source gives none that expires after ExpiresAt) ends the stream
-// with a 401 UNAUTHENTICATED *Error instead.
+// resumes: nothing is missed. While the token has 5 s left, a source that
+// still gives it (none that expires after ExpiresAt) is asked again at the
+// next token_expiring, the stream reconnecting with it at once (the server
+// keeps it for half of what is left), and a source failing on the network
+// (or with a 5xx, 408 or 429) is asked again after a backoff. A token that
+// cannot be renewed (WithToken, a source that fails otherwise, or one that
+// still gives no later token with under 5 s left) ends the stream with a
+// 401 UNAUTHENTICATED *Error instead.
 type TokenExpiring struct {
 	Header
 	ExpiresAt time.Time `json:"expiresAt"`

@@ -165,9 +165,12 @@ func (c *Client) newStream(ctx context.Context, types map[string]func() headed,
 	return s
 }
 
-// Close ends the stream: the item being waited for, if any, and the next
-// one are the Closed event with ClosedByCaller. Safe to call more than
-// once, from any goroutine.
+// Close ends the stream: the item being waited for, if any, or else the
+// next one is the Closed event with ClosedByCaller, and the items read but
+// not yet returned by Next (those Ready read, say) are dropped (the end of
+// the stream's context does the same). A stream that had ended already
+// keeps its own Closed item. Safe to call more than once, from any
+// goroutine.
 func (s *Stream) Close() error {
 	s.cancel()
 	return nil
@@ -182,7 +185,13 @@ func (s *Stream) LastEventID() string { return s.lastID }
 // (a permanent error). After it, Next returns (nil, ErrStreamEnded).
 // Next blocks until an item is ready; Close unblocks it.
 func (s *Stream) Next() (Event, error) {
-	for len(s.pending) == 0 {
+	for {
+		if !s.ended && s.ctx.Err() != nil {
+			s.finish(ClosedByCaller, nil) // which drops what is queued
+		}
+		if len(s.pending) > 0 {
+			break
+		}
 		if s.ended {
 			return nil, ErrStreamEnded
 		}
@@ -506,12 +515,16 @@ func stopTimer(t *time.Timer) {
 	}
 }
 
-// finish ends the stream with its Closed item.
+// finish ends the stream with its Closed item; ClosedByCaller (Close, or
+// the end of the stream's context) drops the items queued before it.
 func (s *Stream) finish(reason string, err error) {
 	s.closeConn()
 	s.p = nil
 	s.cancel()
 	s.ended = true
+	if reason == ClosedByCaller {
+		s.pending = nil
+	}
 	s.endErr = err
 	if err == nil && !s.ready {
 		s.endErr = fmt.Errorf("%w before it was ready: %s", ErrStreamEnded, reason)
@@ -528,13 +541,24 @@ func (s *Stream) finishRemoved(reason string, e *Error) {
 	s.pending[len(s.pending)-1].ev.(*Closed).Err = e
 }
 
-// renew returns a new identity token after token_expiring ev ("" for a
-// credential without one): the token source is asked as if the server had
-// refused the stream's token, and the token it gives must expire after
-// ev.ExpiresAt (when it says, as a JWT does; else it must differ).
-// Otherwise it returns the 401 UNAUTHENTICATED the next connection would
-// meet (a *TokenError with the source's error when it failed):
-// reconnecting with that token would only open ever shorter streams.
+// expiringFloor: while the token of a token_expiring has this long left,
+// a token source still giving that token is asked again at the next
+// token_expiring (the stream reconnects with it at once); below it, the
+// stream ends with 401 UNAUTHENTICATED. The TypeScript and C# SDKs' 5 s.
+const expiringFloor = 5 * time.Second
+
+// renew returns the identity token to reconnect with after token_expiring
+// ev ("" for a credential without one): the token source is asked as if
+// the server had refused the stream's token, and the token it gives must
+// expire after ev.ExpiresAt (when it says, as a JWT does; else it must
+// differ). A source still giving a token that expires then (a cached token
+// it renews later) is taken while that token has expiringFloor left: the
+// stream reconnects with it (the server keeps a stream opened with under a
+// minute left for half of it) and asks the source again at the next
+// token_expiring. Otherwise it returns the 401 UNAUTHENTICATED the next
+// connection would meet (a *TokenError with the source's error when it
+// failed): reconnecting with that token would only open ever shorter
+// streams.
 func (s *Stream) renew(ev *TokenExpiring) (string, error) {
 	fail := func(why string, cause error) error {
 		e := &Error{Status: http.StatusUnauthorized, Code: "UNAUTHENTICATED", Title: "Unauthenticated",
@@ -558,7 +582,10 @@ func (s *Stream) renew(ev *TokenExpiring) (string, error) {
 		return "", fail("the token source failed", err)
 	}
 	if exp, ok := tokenExpiry(t); ok && !exp.After(ev.ExpiresAt) || !ok && t == s.token {
-		return "", fail("the token source gave no later one", nil)
+		if time.Until(ev.ExpiresAt) >= expiringFloor {
+			return t, nil // the source may have a new one by the next token_expiring
+		}
+		return "", fail("the token source still gives no later one: return a new token at least a minute before the old one expires", nil)
 	}
 	s.lastExp = ev.ExpiresAt
 	return t, nil

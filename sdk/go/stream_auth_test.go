@@ -120,8 +120,12 @@ func TestStreamTokenSourceErrors(t *testing.T) {
 
 // token_expiring renews the token with the source, as if the server had
 // refused it: a guest whose clock lags the server's renews once and reads
-// on; a token that cannot be renewed (no source, or a source giving no
-// later token) ends the stream with 401 instead of reopening ever shorter
+// on; a renewal failing on the network is tried again after a backoff; a
+// source still giving the expiring token (its cached one) while that token
+// has 5 s left is asked again at the next token_expiring, the stream
+// reconnecting with it at once and missing nothing; a token that cannot be
+// renewed (no source, or a source giving no later token with under 5 s
+// left) ends the stream with 401 instead of reopening ever shorter
 // streams.
 func TestStreamTokenExpiringRenewal(t *testing.T) {
 	// the short tokens' life: a join and a stream's opening fit in it on
@@ -184,12 +188,48 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 			t.Fatalf("items %s", k)
 		}
 	})
+	t.Run("source returns the same token, then a later one", func(t *testing.T) {
+		c := ctx(t)
+		// the server's clock leads by an hour but 10 s: it keeps the
+		// stream 5 s, the next one 2.5 s, while the client sees the
+		// token expire in an hour, far above the 5 s floor
+		cached, long := sign("u_host4", time.Hour), sign("u_host4", 2*time.Hour)
+		offset.Store(int64(time.Hour - 10*time.Second))
+		defer offset.Store(0)
+		var asks atomic.Int32
+		cl := rs.New(s.url, fastBackoff, rs.WithTokenSource(func(_ context.Context, refused string) (string, error) {
+			if refused != "" && asks.Add(1) >= 2 {
+				return long, nil // renewed by its second ask
+			}
+			return cached, nil
+		}))
+		if _, err := cl.JoinRoom(c, id); err != nil {
+			t.Fatal(err)
+		}
+		st := cl.Stream(c, id)
+		defer st.Close()
+		got := until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })
+		if _, err := gs.PatchState(c, id, rs.State{"n": 4}); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == 4 }, isResumed))...)
+		got = append(got, until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })...)
+		if _, err := gs.PatchState(c, id, rs.State{"n": 5}); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, until(t, st, func(ev rs.Event) bool { return stateN(ev) == 5 })...)
+		k := kinds(got)
+		if strings.Count(k, "token_expiring connecting open") != 2 || count[*rs.Reconnecting](got) != 0 ||
+			count[*rs.StateChanged](got) != 2 || asks.Load() != 2 {
+			t.Fatalf("items %s, the source asked %d times after token_expiring", k, asks.Load())
+		}
+	})
 	for _, tc := range []struct {
 		name string
 		cred func() rs.Option
 	}{
 		{"static token", func() rs.Option { return rs.WithToken(sign("u_host2", shortLife)) }},
-		{"source returns the same token", func() rs.Option {
+		{"source returns the same token with under 5 s left", func() rs.Option {
 			tok := sign("u_host2", shortLife)
 			return rs.WithTokenSource(func(context.Context, string) (string, error) { return tok, nil })
 		}},

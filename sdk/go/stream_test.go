@@ -393,6 +393,51 @@ func TestStreamEnds(t *testing.T) {
 	})
 }
 
+// After Close (or the end of the stream's context) the next item is the
+// Closed event with ClosedByCaller, then ErrStreamEnded: the items read
+// but not yet handed out (Ready's connecting, open, snapshot) are dropped,
+// and a Next waiting for the next event when Close comes returns Closed.
+func TestStreamClose(t *testing.T) {
+	s := newServer(t, redistestEmbedded, serverOpts{})
+	host, id := s.hostRoom(t, "Close")
+	for _, tc := range []struct {
+		name  string
+		close func(t *testing.T, st *rs.Stream, cancel context.CancelFunc)
+	}{
+		{"Close with items queued", func(_ *testing.T, st *rs.Stream, _ context.CancelFunc) { st.Close() }},
+		{"context ends with items queued", func(_ *testing.T, _ *rs.Stream, cancel context.CancelFunc) { cancel() }},
+		{"Close while Next waits", func(t *testing.T, st *rs.Stream, _ context.CancelFunc) {
+			until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.Snapshot); return ok }) // nothing queued
+			time.AfterFunc(100*time.Millisecond, func() { st.Close() })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cancel := context.WithCancel(ctx(t))
+			defer cancel()
+			st := host.Stream(c, id)
+			defer st.Close()
+			if err := st.Ready(); err != nil {
+				t.Fatal(err)
+			}
+			tc.close(t, st, cancel)
+			var got []rs.Event
+			for {
+				ev, err := st.Next()
+				if errors.Is(err, rs.ErrStreamEnded) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v after %s", err, kinds(got))
+				}
+				got = append(got, ev)
+			}
+			if k := kinds(got); k != "closed(closed)" {
+				t.Fatalf("items after Close: %s, want closed(closed) only", k)
+			}
+		})
+	}
+}
+
 func isResumed(ev rs.Event) bool { _, ok := ev.(*rs.Resumed); return ok }
 
 // both is a stop function for until: true once a and b have each been

@@ -331,6 +331,20 @@ namespace RealSync
         /// <summary>Removed tells a refusal that, after the stream was open, means the caller is no longer in its room (room streams): the reason the stream ends with, else null.</summary>
         protected virtual CloseReason? Removed(RealSyncException e) { return null; }
 
+        /// <summary>
+        /// ExpiringFloor: while the token of a token_expiring has this long left,
+        /// a renewal that failed on the way (RefreshFailure(...).Transient: no
+        /// answer, 408, 429, 5xx, or a RefreshToken that threw something else
+        /// than a RealSyncException) is handled as a dropped connection (Error,
+        /// Reconnecting after a backoff, with the token that is still valid), and
+        /// a RefreshToken still returning the expiring token makes the stream
+        /// reconnect with it at once; the server keeps such a stream for half of
+        /// what is left and sends token_expiring again, which asks again. Below
+        /// it, the stream ends with 401 UNAUTHENTICATED (after an Error with the
+        /// renewal's failure, if it failed). The TypeScript SDK's 5 s.
+        /// </summary>
+        static readonly TimeSpan ExpiringFloor = TimeSpan.FromSeconds(5);
+
         /// <summary>RefreshFailure is the error a failed token renewal is reported with.</summary>
         static RealSyncException RefreshFailure(Exception e)
         {
@@ -387,6 +401,7 @@ namespace RealSync
                     {
                         var exp = outcome.Expiring.Value;
                         Post(() => Raise(TokenExpiring, new TokenExpiringEvent { ExpiresAt = exp }));
+                        Exception cause = null;
                         try
                         {
                             await Client.FreshTokenAsync(exp, ct).ConfigureAwait(false);
@@ -397,24 +412,40 @@ namespace RealSync
                         }
                         catch (Exception x)
                         {
-                            var e = RefreshFailure(x);
-                            Fail(e);
-                            EndWith(CloseReason.Error, e);
-                            return;
+                            cause = x;
                         }
-                        var renewed = RealSyncClient.TokenExpiry(Client.Token);
-                        if (!renewed.HasValue || renewed.Value <= exp)
+                        // See ExpiringFloor: while the token has that long left, a renewal is tried again.
+                        var enough = exp - DateTime.UtcNow >= ExpiringFloor;
+                        if (cause != null)
                         {
-                            // Resuming with the same token would end the same way at once.
-                            var e = new RealSyncException(401, "UNAUTHENTICATED", detail: "the identity token expires at " +
-                                exp.ToString("o") + " and was not renewed: set RealSyncOptions.RefreshToken for tokens your login signs");
+                            var e = RefreshFailure(cause);
+                            if (!e.Transient || !enough)
+                            {
+                                Fail(e);
+                                EndWith(CloseReason.Error, new RealSyncException(401, "UNAUTHENTICATED", "Unauthenticated",
+                                    "the identity token expires at " + exp.ToString("o") + " and renewing it failed: " +
+                                    (cause is RealSyncException ? e.Status + " " + e.Code + " " + e.Message : cause.Message), inner: cause));
+                                return;
+                            }
+                            err = e; // as a dropped connection: after a backoff, with the token that is still valid
+                        }
+                        else
+                        {
+                            var renewed = RealSyncClient.TokenExpiry(Client.Token);
+                            if (renewed.HasValue && renewed.Value > exp) continue; // resume at once with the renewed token
+                            var refresher = Client.HasRefreshToken;
+                            if (refresher && enough) continue; // with the same token: RefreshToken may have a new one by the next token_expiring
+                            // Resuming with the same token would end the same way ever sooner.
+                            var e = new RealSyncException(401, "UNAUTHENTICATED", "Unauthenticated", "the identity token expires at " + exp.ToString("o") +
+                                (refresher
+                                    ? " and RealSyncOptions.RefreshToken still returns it: return a new token at least a minute before the old one expires"
+                                    : " and was not renewed: set RealSyncOptions.RefreshToken for tokens your login signs"));
                             Fail(e);
                             EndWith(CloseReason.Error, e);
                             return;
                         }
-                        continue; // resume at once with the renewed token
                     }
-                    err = new RealSyncException(0, "NETWORK", detail: "the event stream ended");
+                    if (err == null) err = new RealSyncException(0, "NETWORK", detail: "the event stream ended");
                 }
                 catch (OperationCanceledException) when (ct.IsCancellationRequested)
                 {

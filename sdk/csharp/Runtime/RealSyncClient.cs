@@ -21,7 +21,12 @@ namespace RealSync
         /// <summary>
         /// Renews a token your own login signed (the server answers REFRESH_NOT_ALLOWED
         /// for those): called shortly before it expires, it returns a new one.
-        /// Without it, tokens are renewed with POST /v1/auth/refresh. Not marshalled to Unity's
+        /// Without it, tokens are renewed with POST /v1/auth/refresh. A live stream's
+        /// token_expiring calls it too: return a new token at least a minute before the
+        /// old one expires (one still returning the expiring token is asked again at the
+        /// next token_expiring while that token has 5 s left, then the stream ends 401);
+        /// throw a RealSyncException with a 4xx status to end the stream at once (anything
+        /// else is retried while the token has 5 s left). Not marshalled to Unity's
         /// main thread: usually called on a thread-pool thread.
         /// </summary>
         public Func<CancellationToken, Task<string>> RefreshToken;
@@ -85,6 +90,9 @@ namespace RealSync
             get { lock (tokenGate) return token; }
             set { lock (tokenGate) token = value; }
         }
+
+        /// <summary>HasRefreshToken tells whether RealSyncOptions.RefreshToken renews the tokens.</summary>
+        internal bool HasRefreshToken { get { return opts.RefreshToken != null; } }
 
         /// <summary>TokenExpiresAt is the current token's exp (UTC), when it says.</summary>
         public DateTime? TokenExpiresAt { get { return TokenExpiry(Token); } }

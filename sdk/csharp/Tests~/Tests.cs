@@ -34,6 +34,8 @@ static class Tests
             T("Backoff_Caps", BackoffCaps),
             T("Fake_SkipsAppliedVersionsAndResumesFromLastId", FakeSkipsApplied),
             T("Fake_TokenExpiringRenewsAndResumes", FakeTokenExpiring),
+            T("Fake_TokenExpiringRenewalFailedOnTheWayIsRetried", FakeTokenExpiringRenewalRetried),
+            T("Fake_TokenExpiringSameTokenAskedAgain", FakeTokenExpiringSameToken),
             T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
             T("Fake_TransientThenRetryAfter", FakeTransient),
             T("Fake_RetryFieldAConnectionEndedWith", FakeRetryField),
@@ -364,22 +366,132 @@ static class Tests
         live.Close();
     }
 
-    static async Task FakeTokenNotRenewed()
+    static string TokenExpiringEvent(DateTime exp)
     {
-        // A studio's token: the server refuses to refresh it, and no RefreshToken callback is set.
+        return "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" + exp.ToString("yyyy-MM-dd'T'HH:mm:ss'Z'") + "\"}\n\n";
+    }
+
+    /// <summary>
+    /// A token renewal at token_expiring that fails on the way (a 5xx of POST
+    /// /v1/auth/refresh, a RefreshToken that threw something else than a
+    /// RealSyncException) while the token has 5 s left is handled as a dropped
+    /// connection: Error, Reconnecting after a backoff, the reconnection with
+    /// the token that is still valid, and the server's next token_expiring
+    /// (same expiry) renews it; the stream resumes after its last event.
+    /// </summary>
+    static async Task FakeTokenExpiringRenewalRetried()
+    {
+        var cases = new[] { "POST /v1/auth/refresh answers 503", "RefreshToken fails on the network" };
+        foreach (var name in cases)
+        {
+            var exp = DateTime.UtcNow.AddMinutes(1);
+            var t1 = FakeHandler.Jwt(exp);
+            var t2 = FakeHandler.Jwt(DateTime.UtcNow.AddHours(24));
+            var callback = name.StartsWith("RefreshToken");
+            var refreshes = 0;
+            var h = new FakeHandler().Then(FakeHandler.Sse(Snapshot(1, "t") + TokenExpiringEvent(exp)));
+            if (!callback) h.Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE"));
+            h.Then(FakeHandler.Sse(TokenExpiringEvent(exp))); // the server ends the reconnection at half of what is left
+            if (!callback) h.Then(FakeHandler.Answer(201, "{\"token\":\"" + t2 + "\",\"userId\":\"u1\",\"name\":\"a\",\"expiresAt\":\"" + Ts + "\"}"));
+            h.Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3) + ResumedEvent(2), hang: true));
+            var o = new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero };
+            if (callback)
+                o.RefreshToken = ct => Interlocked.Increment(ref refreshes) == 1
+                    ? Task.FromException<string>(new System.Net.Http.HttpRequestException("connection refused"))
+                    : Task.FromResult(t2);
+            var client = new RealSyncClient(o);
+            var live = client.Live("r1", Fast());
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.State.ContainsKey("x") || live.IsClosed, name + ": the event after the renewal", live);
+            var items = string.Join(",", rec.Items);
+            Check.True(!live.IsClosed, name + ": the stream ended: " + items);
+            var code = callback ? "TOKEN_REFRESH_FAILED" : "STORE_UNAVAILABLE";
+            Check.True(rec.Has("error " + code) && rec.Has("reconnecting " + code), name + ": Error and Reconnecting: " + items);
+            var gets = h.Requests.Where(r => r.StartsWith("GET")).ToList();
+            Check.Eq(3, gets.Count, name + ": connections: " + string.Join(",", gets));
+            Check.Eq("GET /v1/rooms/r1/events auth=" + t1 + " last=1-t", gets[1], name + ": reconnected with the old token, still valid");
+            Check.Eq("GET /v1/rooms/r1/events auth=" + t2 + " last=1-t", gets[2], name + ": resumed with the renewed token");
+            Check.Eq(callback ? 0 : 2, h.Requests.Count(r => r.StartsWith("POST /v1/auth/refresh")), name + ": refreshes");
+            if (callback) Check.Eq(2, refreshes, name + ": RefreshToken asked at each token_expiring");
+            live.Close();
+        }
+    }
+
+    /// <summary>
+    /// A RefreshToken still returning the expiring token at token_expiring (its
+    /// cached one) while that token has 5 s left makes the stream reconnect
+    /// with it at once (no Error, no backoff), and the next token_expiring asks
+    /// it again: the new token it gives then resumes the stream after its last event.
+    /// </summary>
+    static async Task FakeTokenExpiringSameToken()
+    {
         var exp = DateTime.UtcNow.AddMinutes(1);
+        var t1 = FakeHandler.Jwt(exp);
+        var t2 = FakeHandler.Jwt(DateTime.UtcNow.AddHours(24));
         var h = new FakeHandler()
-            .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" +
-                exp.ToString("yyyy-MM-dd'T'HH:mm:ss'Z'") + "\"}\n\n"))
-            .Then(FakeHandler.Problem(403, "REFRESH_NOT_ALLOWED"));
-        var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = FakeHandler.Jwt(exp), Handler = h, RefreshMargin = TimeSpan.Zero });
+            .Then(FakeHandler.Sse(Snapshot(1, "t") + TokenExpiringEvent(exp)))
+            .Then(FakeHandler.Sse(TokenExpiringEvent(exp)))
+            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3) + ResumedEvent(2), hang: true));
+        var asks = 0;
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero,
+            RefreshToken = ct => Task.FromResult(Interlocked.Increment(ref asks) == 1 ? t1 : t2),
+        });
         var live = client.Live("r1", Fast());
         var rec = new Recorder();
         rec.Watch(live);
         live.Start();
-        await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, "the end", live);
-        Check.True(rec.Has("closed error REFRESH_NOT_ALLOWED"), "ends with the refusal: " + string.Join(",", rec.Items));
-        Check.Eq(2, h.Requests.Count, "no reconnection with a token that expires");
+        await Check.WaitFor(() => live.State.ContainsKey("x") || live.IsClosed, "the event after the renewal", live);
+        Check.True(!live.IsClosed, "the stream ended: " + string.Join(",", rec.Items));
+        Check.Eq(0, rec.Count(x => x.StartsWith("reconnecting") || x.StartsWith("error")), "no error, no backoff: " + string.Join(",", rec.Items));
+        var reqs = h.Requests;
+        Check.Eq(3, reqs.Count, "requests: " + string.Join(",", reqs));
+        Check.Eq("GET /v1/rooms/r1/events auth=" + t1 + " last=1-t", reqs[1], "reconnected with the same token");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + t2 + " last=1-t", reqs[2], "resumed with the new token");
+        Check.Eq(2, asks, "RefreshToken asked at each token_expiring");
+        live.Close();
+    }
+
+    /// <summary>
+    /// A token that cannot be renewed at token_expiring ends the stream (no
+    /// reconnection) with 401 UNAUTHENTICATED, after an Error with the
+    /// renewal's own failure when it failed: a refusal (a studio's token,
+    /// REFRESH_NOT_ALLOWED), a failure on the way or a RefreshToken still
+    /// returning the expiring token with under 5 s left.
+    /// </summary>
+    static async Task FakeTokenNotRenewed()
+    {
+        var cases = new[]
+        {
+            new { Name = "refresh refused", Left = 60, Refresh = (int?)403, Same = false, Error = "REFRESH_NOT_ALLOWED" },
+            new { Name = "refresh 503 with under 5 s left", Left = 3, Refresh = (int?)503, Same = false, Error = "STORE_UNAVAILABLE" },
+            new { Name = "RefreshToken gives the same token with under 5 s left", Left = 3, Refresh = (int?)null, Same = true, Error = "UNAUTHENTICATED" },
+        };
+        foreach (var c in cases)
+        {
+            var exp = DateTime.UtcNow.AddSeconds(c.Left);
+            var t1 = FakeHandler.Jwt(exp);
+            var h = new FakeHandler().Then(FakeHandler.Sse(Snapshot(1, "t") + TokenExpiringEvent(exp)));
+            if (c.Refresh.HasValue) h.Then(FakeHandler.Problem(c.Refresh.Value, c.Error));
+            h.Then(FakeHandler.Sse(Snapshot(1, "t"), hang: true)); // a reconnection would open
+            var o = new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero };
+            if (c.Same) o.RefreshToken = ct => Task.FromResult(t1);
+            var live = new RealSyncClient(o).Live("r1", Fast());
+            var rec = new Recorder();
+            rec.Watch(live);
+            ClosedEvent? closed = null;
+            live.Closed += e => closed = e;
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && closed.HasValue, c.Name + ": the end", live);
+            var items = string.Join(",", rec.Items);
+            Check.True(rec.Has("error " + c.Error), c.Name + ": the renewal's failure raised: " + items);
+            Check.True(rec.Has("closed error UNAUTHENTICATED") && closed.Value.Error.Status == 401, c.Name + ": ends 401 UNAUTHENTICATED: " + items);
+            Check.Eq(0, rec.Count(x => x.StartsWith("reconnecting")), c.Name + ": no reconnection: " + items);
+            Check.Eq(c.Refresh.HasValue ? 2 : 1, h.Requests.Count, c.Name + ": requests");
+        }
     }
 
     static async Task FakeTransient()
