@@ -7,3 +7,7 @@ func LoopedStreams(h *Hub) int {
 	defer h.mu.Unlock()
 	return len(h.looped)
 }
+
+// LobbyResync makes every lobby stream send a fresh list, as after the
+// lobby subscription reconnected (notices lost meanwhile).
+func LobbyResync(h *Hub) { h.lobbyResync() }

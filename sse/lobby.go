@@ -25,6 +25,11 @@ type lobbyHub struct {
 	mu      sync.Mutex
 	streams map[*lobbyStream]struct{}
 	pending map[string]LobbyNotice
+	// epoch counts the resyncs (lobbyResync): a flush's items carry the
+	// epoch their read began in, and a stream drops those older than its
+	// list (read after its resync): a change read before a resync may miss
+	// a change whose notice was lost, which the list has.
+	epoch uint64
 }
 
 // lobbyItem is one room change as every lobby stream receives it. resync
@@ -34,6 +39,7 @@ type lobbyItem struct {
 	room   []byte // the room's JSON when it is joinable now, else nil
 	public []byte // the room's JSON when it exists and is public, else nil
 	resync bool
+	epoch  uint64 // lobbyHub.epoch when the room was read (a resync: its own)
 }
 
 // lobbyStream is one client's lobby feed. seen (the version sent per room)
@@ -43,6 +49,9 @@ type lobbyStream struct {
 	mode, region string
 	q            chan *lobbyItem // shared, read-only
 	seen         map[string]int64
+	// epoch: the lobbyHub.epoch of its last list (set when it joins, and
+	// by each resync item); older changes are dropped.
+	epoch uint64
 }
 
 // offer queues it without blocking and reports whether it did; a full
@@ -78,8 +87,9 @@ func (h *Hub) Lobby(n LobbyNotice) {
 func (h *Hub) lobbyResync() {
 	h.lobby.mu.Lock()
 	defer h.lobby.mu.Unlock()
+	h.lobby.epoch++
 	for st := range h.lobby.streams {
-		st.offer(&lobbyItem{resync: true})
+		st.offer(&lobbyItem{resync: true, epoch: h.lobby.epoch})
 	}
 }
 
@@ -89,6 +99,7 @@ func (h *Hub) flushLobby(ctx context.Context) {
 	h.lobby.mu.Lock()
 	pending := h.lobby.pending
 	h.lobby.pending = map[string]LobbyNotice{}
+	epoch := h.lobby.epoch
 	h.lobby.mu.Unlock()
 	if len(pending) == 0 {
 		return
@@ -106,6 +117,7 @@ func (h *Hub) flushLobby(ctx context.Context) {
 	items := make([]lobbyItem, len(ids))
 	for i, id := range ids {
 		items[i] = h.lobbyItem(pending[id], rs[i])
+		items[i].epoch = epoch
 	}
 	dropped := 0
 	h.lobby.mu.Lock()
@@ -181,11 +193,15 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) *looper[*lobbyItem] {
 	return newLooper(ctx, h, &st.held, out, st.q, func(it *lobbyItem) string {
 		if !it.resync {
+			if it.epoch < st.epoch {
+				return "" // read before the list this stream sent last
+			}
 			if ev := st.change(it); ev != nil {
 				out.writeEvent(ev)
 			}
 			return ""
 		}
+		st.epoch = it.epoch
 		list, err := h.lobbyList(ctx, st)
 		switch {
 		case err == nil:
@@ -265,6 +281,7 @@ func (h *Hub) joinLobby(ctx context.Context, st *lobbyStream) error {
 	}
 	h.lobby.mu.Lock()
 	h.lobby.streams[st] = struct{}{}
+	st.epoch = h.lobby.epoch // its first list is read after this
 	h.lobby.mu.Unlock()
 	return nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 )
 
 // lobbyEvent is a lobby frame decoded.
@@ -141,5 +143,93 @@ func TestLobbyFeedCoalescesBursts(t *testing.T) {
 			t.Fatalf("final version %d never arrived: %+v", final, evs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// heldLobby is a LobbySource of rooms set by the test, whose Rooms reads
+// can be held after reading (hold): a flush's read of a room as it was.
+type heldLobby struct {
+	mu    sync.Mutex
+	rooms map[string]rooms.Room
+	hold  chan struct{} // non-nil: the next Rooms read waits on it, after reading
+	read  chan struct{} // closed once that read read
+}
+
+func (l *heldLobby) set(r ...rooms.Room) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rooms = map[string]rooms.Room{}
+	for _, x := range r {
+		l.rooms[x.ID] = x
+	}
+}
+
+func (l *heldLobby) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []rooms.Room
+	for _, r := range l.rooms {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (l *heldLobby) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) {
+	l.mu.Lock()
+	out := make([]*rooms.Room, len(ids))
+	for i, id := range ids {
+		if r, ok := l.rooms[id]; ok {
+			out[i] = &r
+		}
+	}
+	hold, read := l.hold, l.read
+	l.hold = nil
+	l.mu.Unlock()
+	if hold != nil {
+		close(read)
+		<-hold
+	}
+	return out, nil
+}
+
+// A change whose room was read before a resync (the lobby subscription
+// reconnected, notices lost meanwhile) is not sent after the resync's
+// list, which is newer (a tester's suspicion, reproduced here): it sent a
+// room deleted since, whose notice was lost, as added again, and the
+// client kept it for good.
+func TestLobbyChangeReadBeforeAResyncIsDropped(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	src := &heldLobby{}
+	joinable := func(id string, v int64) rooms.Room {
+		return rooms.Room{ID: id, Mode: "m", Region: "r", Visibility: rooms.Public, Status: rooms.Waiting, MaxPlayers: 4, PlayerCount: 1, Version: v}
+	}
+	src.set(joinable("ghost", 1))
+	e := newEnv(t, b, func(c *sse.Config) { c.Lobby = src })
+	cl := newClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.hub.ServeLobby(ctx, cl, alice, "", "")
+	if first := waitLobby(t, cl, 1)[0]; len(first.Rooms) != 1 {
+		t.Fatalf("first list %+v, want the ghost room", first)
+	}
+	hold := make(chan struct{})
+	src.mu.Lock()
+	src.hold, src.read = hold, make(chan struct{})
+	read := src.read
+	src.mu.Unlock()
+	e.hub.Lobby(sse.LobbyNotice{Kind: "updated", Room: "ghost", Version: 2, Mode: "m", Region: "r"})
+	src.set(joinable("ghost", 2))
+	<-read // the flush read the room joinable, at version 2
+	src.set() // then it was deleted, and its notice lost
+	sse.LobbyResync(e.hub)
+	if list := waitLobby(t, cl, 2)[1]; list.Type != "rooms" || len(list.Rooms) != 0 {
+		t.Fatalf("the resync's list %+v, want no room", list)
+	}
+	close(hold) // the flush's change arrives after the list
+	src.set(joinable("next", 1))
+	e.hub.Lobby(sse.LobbyNotice{Kind: "added", Room: "next", Version: 1, Mode: "m", Region: "r"})
+	evs := waitLobby(t, cl, 3)
+	if got := evs[2]; got.Type != "room_added" || got.Room.ID != "next" || len(evs) != 3 {
+		t.Fatalf("after the resync's list: %+v, want next's room_added alone", evs[2:])
 	}
 }
