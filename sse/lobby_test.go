@@ -219,7 +219,7 @@ func TestLobbyChangeReadBeforeAResyncIsDropped(t *testing.T) {
 	src.mu.Unlock()
 	e.hub.Lobby(sse.LobbyNotice{Kind: "updated", Room: "ghost", Version: 2, Mode: "m", Region: "r"})
 	src.set(joinable("ghost", 2))
-	<-read // the flush read the room joinable, at version 2
+	<-read    // the flush read the room joinable, at version 2
 	src.set() // then it was deleted, and its notice lost
 	sse.LobbyResync(e.hub)
 	if list := waitLobby(t, cl, 2)[1]; list.Type != "rooms" || len(list.Rooms) != 0 {
