@@ -422,8 +422,10 @@ func TestRepairWalkFixesDrift(t *testing.T) {
 		c.HSet(ctx, pt+":users", "u-bob-x", ghost)
 		c.HDel(ctx, pt+":users", bob.ID)
 		c.HSet(ctx, ot+":users", alice.ID, other.ID)
-		// a code of a room that is gone, and a private room's code lost
+		// a code of a room that is gone, and a private room's code lost;
+		// a create key of a room that is gone (an older release's close)
 		c.HSet(ctx, pt+":codes", "ZZZZZZ", ghost)
+		c.HSet(ctx, pt+":ckeys", "0123456789abcdef0123456789abcdef", ghost)
 		privCode, _ := c.HGet(ctx, s.RoomKey(priv.ID), "cd").Result()
 		c.HDel(ctx, tagOf(priv.ID)+":codes", privCode)
 		// stats that drifted, and a room missing from its schedule
@@ -439,7 +441,7 @@ func TestRepairWalkFixesDrift(t *testing.T) {
 			bad, err := invariantsCheck(s)
 			return err == nil && len(bad) == 0 && c.Exists(ctx, lost...).Val() == 0
 		})
-		for _, kind := range []string{"repair_index", "repair_user_index", "repair_code", "repair_schedule", "repair_stats"} {
+		for _, kind := range []string{"repair_index", "repair_user_index", "repair_code", "repair_create_key", "repair_schedule", "repair_stats"} {
 			if rep[kind] == 0 {
 				t.Errorf("no %s in the report %v", kind, rep)
 			}

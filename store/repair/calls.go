@@ -23,20 +23,21 @@ func (c userRepairCall) KeysArgs() ([]string, []any) {
 	return keys, args
 }
 
-// codeRepairCall is code_repair.lua: the shard's invite codes checked
-// against their rooms.
+// codeRepairCall is code_repair.lua: the shard's invite codes (field
+// "cd") or create keys ("ck") checked against their rooms.
 type codeRepairCall struct {
-	codes, schedule string
-	entries         []codeEntry
+	codes, field, schedule string
+	entries                []codeEntry
 }
 
-// codeEntry is an invite code, its room's id and hash.
+// codeEntry is an invite code (a create key), its room's id and hash.
 type codeEntry struct{ code, room, roomHash string }
 
 func (codeRepairCall) Script() *redisx.Script { return codeRepair }
 func (c codeRepairCall) KeysArgs() ([]string, []any) {
 	keys := []string{c.codes, c.schedule}
-	args := make([]any, 0, 2*len(c.entries))
+	args := make([]any, 0, 1+2*len(c.entries))
+	args = append(args, c.field)
 	for _, e := range c.entries {
 		keys = append(keys, e.roomHash)
 		args = append(args, e.code, e.room)

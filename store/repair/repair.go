@@ -68,7 +68,9 @@ const statsCheckMax = 5000
 // janitor visit, so its cost per tick is bounded whatever the data:
 // rooms (the lifecycle schedule: each room's own index entries, user index,
 // code and presence schedule), users (the user index: rooms gone or left),
-// codes (invite codes of rooms gone), indexes (every index key of the
+// codes (invite codes of rooms gone), create keys (keyed creates' entries
+// of rooms gone: an older release's close leaves them), indexes (every
+// index key of the
 // shard: entries of rooms gone or misplaced), stats (recounted from the
 // rooms, small shards only). Beside the phases, every indexScanEvery-th
 // visit also makes one SCAN call of the index scan: a walk of the shard's
@@ -81,6 +83,7 @@ const (
 	phaseRooms = iota
 	phaseUsers
 	phaseCodes
+	phaseCreateKeys
 	phaseIndexes
 	phaseStats
 	phases
@@ -169,7 +172,9 @@ func (s *Walks) Step(ctx context.Context, shard int, rep janitor.Report) error {
 	case phaseUsers:
 		next, err = s.repairUsers(ctx, shard, w.cursor, rep)
 	case phaseCodes:
-		next, err = s.repairCodes(ctx, shard, w.cursor, rep)
+		next, err = s.repairCodes(ctx, shard, s.cfg.Keys.Codes(shard), "cd", w.cursor, rep)
+	case phaseCreateKeys:
+		next, err = s.repairCodes(ctx, shard, s.cfg.Keys.CreateKeys(shard), "ck", w.cursor, rep)
 	case phaseIndexes:
 		next, err = s.repairIndexes(ctx, shard, w, rep)
 	case phaseStats:
@@ -237,12 +242,14 @@ func (s *Walks) repairUsers(ctx context.Context, shard int, cursor uint64, rep j
 	return next, nil
 }
 
-func (s *Walks) repairCodes(ctx context.Context, shard int, cursor uint64, rep janitor.Report) (uint64, error) {
-	page, next, err := s.cfg.Base.Client.HScan(ctx, s.cfg.Keys.Codes(shard), cursor, "", repairBudget).Result()
+// repairCodes checks one page of hash, the shard's invite codes (field
+// "cd" of their rooms) or create keys ("ck"), against the rooms.
+func (s *Walks) repairCodes(ctx context.Context, shard int, hash, field string, cursor uint64, rep janitor.Report) (uint64, error) {
+	page, next, err := s.cfg.Base.Client.HScan(ctx, hash, cursor, "", repairBudget).Result()
 	if err != nil || len(page) == 0 {
 		return next, redisx.Wrap(err)
 	}
-	call := codeRepairCall{codes: s.cfg.Keys.Codes(shard), schedule: s.cfg.Keys.RoomsDue(shard)}
+	call := codeRepairCall{codes: hash, field: field, schedule: s.cfg.Keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
 		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.cfg.Keys.Room(shard, page[i+1])})
 	}
@@ -250,7 +257,7 @@ func (s *Walks) repairCodes(ctx context.Context, shard int, cursor uint64, rep j
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	rep.Add("repair_code", int(n[0]))
+	rep.Add(map[string]string{"cd": "repair_code", "ck": "repair_create_key"}[field], int(n[0]))
 	rep.Add("repair_schedule", int(n[1]))
 	return next, nil
 }

@@ -18,7 +18,7 @@ var luaFiles embed.FS
 func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
 		userRepairCall{index: "i", schedule: "s", entries: []userEntry{{"u1", "r1", "r"}}},
-		codeRepairCall{codes: "c", schedule: "s", entries: []codeEntry{{"CODE", "r1", "r"}}},
+		codeRepairCall{codes: "c", field: "cd", schedule: "s", entries: []codeEntry{{"CODE", "r1", "r"}}},
 		indexRepairCall{index: Index{Key: "k", Kind: "waiting"}, schedule: "s", entries: []string{"r1"}, roomHashes: []string{"r"}},
 	}, scripttest.Prelude{})
 }
