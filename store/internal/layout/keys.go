@@ -104,11 +104,11 @@ func (k Keys) WebhookOutbox(shard int) string { return k.Tag(shard) + ":webhooks
 
 func (k Keys) UserIndex(shard int) string { return k.Tag(shard) + ":users" }
 func (k Keys) Codes(shard int) string     { return k.Tag(shard) + ":codes" }
+func (k Keys) Clock(shard int) string     { return k.Tag(shard) + ":clock" }
 
 // CreateKeys is the shard's keyed creates: a create's digest → the room
 // it made (room_create.lua; the scripts derive it from the room's tag).
 func (k Keys) CreateKeys(shard int) string { return k.Tag(shard) + ":ckeys" }
-func (k Keys) Clock(shard int) string     { return k.Tag(shard) + ":clock" }
 
 // Due is the shard's presence schedule: roomId scored by the earliest
 // presence deadline (ms) of the room.
