@@ -139,3 +139,39 @@ func TestConcurrentKeyedCreatesMakeOneRoom(t *testing.T) {
 		checkInvariants(t, s)
 	})
 }
+
+// A keyed create sent again after its lost answer finds its room even
+// when that room filled the caller's quota (a reviewer's find: the quota
+// refused the run again before its script could look, 409
+// OWNED_ROOMS_LIMIT for the room the caller owns).
+func TestLostCreateAtTheQuotaFoundAgain(t *testing.T) {
+	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+	for _, q := range []store.Quotas{{RoomsOwned: 1, RoomsJoined: 3}, {RoomsOwned: 3, RoomsJoined: 1}} {
+		s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) {
+			c.Batch = &store.Batching{}
+			c.Quotas = q
+		})
+		ctx := context.Background()
+		mustCreate(t, s, bob, newRoom()) // the script known
+		keyed := newRoom(func(r *rooms.NewRoom) { r.Key = "create-q" })
+		lost := -proxy.Lost()
+		proxy.LoseReplyTo(s.SentAs("room_create"))
+		if _, err := s.Create(ctx, alice, keyed); !errors.Is(err, rooms.ErrUnavailable) {
+			t.Fatalf("quotas %+v: create with its reply lost: %v", q, err)
+		}
+		proxy.LoseReplyTo("")
+		if lost += proxy.Lost(); lost != 1 {
+			t.Fatalf("%d replies lost, want 1", lost)
+		}
+		in := reality(t, s, alice)
+		again, err := s.Create(ctx, alice, keyed)
+		if err != nil || len(in) != 1 || in[again.Room.ID] != "o" {
+			t.Fatalf("quotas %+v: sent again at the quota its first run filled: %s %v; want the room of %v", q, again.Room.ID, err, in)
+		}
+		// another create is refused by the quota all the same
+		if _, err := s.Create(ctx, alice, newRoom(func(r *rooms.NewRoom) { r.Key = "create-r" })); err == nil {
+			t.Fatalf("quotas %+v: another keyed create past the quota made a room", q)
+		}
+		checkInvariants(t, s)
+	}
+}

@@ -72,6 +72,15 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		}
 		call := roomlua.CreateCall{Scope: s.env.Indexed(shard, id, p.Mode, p.Region), Room: nr}
 		h, err := s.held.Reserve(ctx, u.ID, id, true)
+		if nr.Digest != "" && (errors.Is(err, rooms.ErrOwnedRoomsLimit) || errors.Is(err, rooms.ErrJoinedRoomsLimit)) {
+			// the first run's room may be what fills the quota
+			if prev, ok, ferr := s.keyedRoom(ctx, shard, nr.Digest, u); ferr != nil || ok {
+				if ferr != nil {
+					return rooms.Joined{}, ferr
+				}
+				return s.foundAgain(ctx, u, prev)
+			}
+		}
 		if err != nil {
 			return rooms.Joined{}, err
 		}
@@ -104,6 +113,23 @@ func keyedDigest(u rooms.User, p rooms.NewRoom) ([sha256.Size]byte, error) {
 		return [sha256.Size]byte{}, fmt.Errorf("store: keyed create: %w", err)
 	}
 	return sha256.Sum256([]byte(u.ID + "\x00" + p.Key + "\x00" + string(body))), nil
+}
+
+// keyedRoom is the room shard's create keys name for digest, when u is in
+// it (room_create.lua's look, for a create the quotas refuse before its
+// script runs).
+func (s *Store) keyedRoom(ctx context.Context, shard int, digest string, u rooms.User) (string, bool, error) {
+	id, err := s.client.HGet(ctx, s.keys.CreateKeys(shard), digest).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	} else if err != nil {
+		return "", false, redisx.Wrap(err)
+	}
+	if sh, ok := layout.RoomShard(id, s.shards); !ok || sh != shard {
+		return "", false, nil
+	}
+	in, err := s.client.HExists(ctx, s.keys.Room(shard, id)+":users", u.ID).Result()
+	return id, in, redisx.Wrap(err)
 }
 
 // foundAgain answers a keyed create run again with room id, which its

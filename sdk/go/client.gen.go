@@ -1050,8 +1050,9 @@ type QuickJoinParams struct {
 	// may have been made (see that answer) and the key does not know: a
 	// create sent again answers the room the first made (201) while the
 	// caller is in it (its shard knows the key, the caller and the body
-	// until the room closes), and makes a new one once the caller left it
-	// or it closed; a quick-join sent again finds the caller in the room
+	// until the room closes; not across a change of
+	// `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+	// it or it closed; a quick-join sent again finds the caller in the room
 	// the first joined or made while that room is unfinished and matches
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
@@ -1129,8 +1130,9 @@ type CreateTicketParams struct {
 	// may have been made (see that answer) and the key does not know: a
 	// create sent again answers the room the first made (201) while the
 	// caller is in it (its shard knows the key, the caller and the body
-	// until the room closes), and makes a new one once the caller left it
-	// or it closed; a quick-join sent again finds the caller in the room
+	// until the room closes; not across a change of
+	// `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+	// it or it closed; a quick-join sent again finds the caller in the room
 	// the first joined or made while that room is unfinished and matches
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
@@ -1256,8 +1258,9 @@ type CreateRoomParams struct {
 	// may have been made (see that answer) and the key does not know: a
 	// create sent again answers the room the first made (201) while the
 	// caller is in it (its shard knows the key, the caller and the body
-	// until the room closes), and makes a new one once the caller left it
-	// or it closed; a quick-join sent again finds the caller in the room
+	// until the room closes; not across a change of
+	// `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+	// it or it closed; a quick-join sent again finds the caller in the room
 	// the first joined or made while that room is unfinished and matches
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
@@ -1344,8 +1347,9 @@ type InviteToRoomParams struct {
 	// may have been made (see that answer) and the key does not know: a
 	// create sent again answers the room the first made (201) while the
 	// caller is in it (its shard knows the key, the caller and the body
-	// until the room closes), and makes a new one once the caller left it
-	// or it closed; a quick-join sent again finds the caller in the room
+	// until the room closes; not across a change of
+	// `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+	// it or it closed; a quick-join sent again finds the caller in the room
 	// the first joined or made while that room is unfinished and matches
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
@@ -1432,8 +1436,9 @@ type SendMessageParams struct {
 	// may have been made (see that answer) and the key does not know: a
 	// create sent again answers the room the first made (201) while the
 	// caller is in it (its shard knows the key, the caller and the body
-	// until the room closes), and makes a new one once the caller left it
-	// or it closed; a quick-join sent again finds the caller in the room
+	// until the room closes; not across a change of
+	// `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+	// it or it closed; a quick-join sent again finds the caller in the room
 	// the first joined or made while that room is unfinished and matches
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
@@ -1541,8 +1546,9 @@ type SendDirectMessageParams struct {
 	// may have been made (see that answer) and the key does not know: a
 	// create sent again answers the room the first made (201) while the
 	// caller is in it (its shard knows the key, the caller and the body
-	// until the room closes), and makes a new one once the caller left it
-	// or it closed; a quick-join sent again finds the caller in the room
+	// until the room closes; not across a change of
+	// `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+	// it or it closed; a quick-join sent again finds the caller in the room
 	// the first joined or made while that room is unfinished and matches
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the

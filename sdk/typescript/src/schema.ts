@@ -2792,8 +2792,9 @@ export interface components {
          *     may have been made (see that answer) and the key does not know: a
          *     create sent again answers the room the first made (201) while the
          *     caller is in it (its shard knows the key, the caller and the body
-         *     until the room closes), and makes a new one once the caller left it
-         *     or it closed; a quick-join sent again finds the caller in the room
+         *     until the room closes; not across a change of
+         *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+         *     it or it closed; a quick-join sent again finds the caller in the room
          *     the first joined or made while that room is unfinished and matches
          *     its filters (200, `created: false`); a room message, a direct
          *     message or an invite sent again is sent once (its room, or the
@@ -3005,8 +3006,9 @@ export interface operations {
                  *     may have been made (see that answer) and the key does not know: a
                  *     create sent again answers the room the first made (201) while the
                  *     caller is in it (its shard knows the key, the caller and the body
-                 *     until the room closes), and makes a new one once the caller left it
-                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     until the room closes; not across a change of
+                 *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+                 *     it or it closed; a quick-join sent again finds the caller in the room
                  *     the first joined or made while that room is unfinished and matches
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
@@ -3627,8 +3629,9 @@ export interface operations {
                  *     may have been made (see that answer) and the key does not know: a
                  *     create sent again answers the room the first made (201) while the
                  *     caller is in it (its shard knows the key, the caller and the body
-                 *     until the room closes), and makes a new one once the caller left it
-                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     until the room closes; not across a change of
+                 *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+                 *     it or it closed; a quick-join sent again finds the caller in the room
                  *     the first joined or made while that room is unfinished and matches
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
@@ -3754,8 +3757,9 @@ export interface operations {
                  *     may have been made (see that answer) and the key does not know: a
                  *     create sent again answers the room the first made (201) while the
                  *     caller is in it (its shard knows the key, the caller and the body
-                 *     until the room closes), and makes a new one once the caller left it
-                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     until the room closes; not across a change of
+                 *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+                 *     it or it closed; a quick-join sent again finds the caller in the room
                  *     the first joined or made while that room is unfinished and matches
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
@@ -3893,8 +3897,9 @@ export interface operations {
                  *     may have been made (see that answer) and the key does not know: a
                  *     create sent again answers the room the first made (201) while the
                  *     caller is in it (its shard knows the key, the caller and the body
-                 *     until the room closes), and makes a new one once the caller left it
-                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     until the room closes; not across a change of
+                 *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+                 *     it or it closed; a quick-join sent again finds the caller in the room
                  *     the first joined or made while that room is unfinished and matches
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
@@ -4380,8 +4385,9 @@ export interface operations {
                  *     may have been made (see that answer) and the key does not know: a
                  *     create sent again answers the room the first made (201) while the
                  *     caller is in it (its shard knows the key, the caller and the body
-                 *     until the room closes), and makes a new one once the caller left it
-                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     until the room closes; not across a change of
+                 *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+                 *     it or it closed; a quick-join sent again finds the caller in the room
                  *     the first joined or made while that room is unfinished and matches
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
@@ -4502,8 +4508,9 @@ export interface operations {
                  *     may have been made (see that answer) and the key does not know: a
                  *     create sent again answers the room the first made (201) while the
                  *     caller is in it (its shard knows the key, the caller and the body
-                 *     until the room closes), and makes a new one once the caller left it
-                 *     or it closed; a quick-join sent again finds the caller in the room
+                 *     until the room closes; not across a change of
+                 *     `REALSYNC_MODE_STRIPES`), and makes a new one once the caller left
+                 *     it or it closed; a quick-join sent again finds the caller in the room
                  *     the first joined or made while that room is unfinished and matches
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
