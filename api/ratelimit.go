@@ -384,7 +384,9 @@ func retryAfter(d time.Duration) int {
 // RateLimit-Policy: "join.user";q=10;w=5 (q requests per w seconds: the
 // burst and the time it takes to come back) and RateLimit:
 // "join.user";r=9;t=1 (r requests left now, t seconds until the whole
-// quota is back).
+// quota is back). r is at most q: an instance's lease (store/ratelimit)
+// counts its spare requests beside the counter's, which refills meanwhile
+// (a tester saw r=320 beside q=300).
 func setRateLimitHeaders(h http.Header, checks []limits.Check, decisions []limits.Decision) {
 	var buf [256]byte
 	b := buf[:0]
@@ -403,8 +405,9 @@ func setRateLimitHeaders(h http.Header, checks []limits.Check, decisions []limit
 		if i > 0 {
 			b = append(b, ", "...)
 		}
+		q, _ := quota(c.Limit)
 		b = appendLimitName(b, c)
-		b = strconv.AppendInt(append(b, ";r="...), int64(decisions[i].Remaining), 10)
+		b = strconv.AppendInt(append(b, ";r="...), int64(min(decisions[i].Remaining, q)), 10)
 		b = strconv.AppendInt(append(b, ";t="...), int64(math.Ceil(decisions[i].Reset.Seconds())), 10)
 	}
 	h["Ratelimit"] = []string{string(b)}

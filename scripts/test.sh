@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every check and the whole test suite, as CI does. Installs
-# redis-server (Debian/Ubuntu apt-get) when it is missing; the tests start
-# their own servers on free loopback ports and stop them afterwards.
+# Runs every check and the whole test suite, as CI does. Installs what it
+# needs when it is missing (Debian/Ubuntu apt-get: redis-server, curl, jq,
+# chromium, Mono, Node.js and npm, the deploy linters; npm packages with
+# npm: README.md, "Two commands"); the tests start their own servers on
+# free loopback ports and stop them afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 script_began=$(date +%s)

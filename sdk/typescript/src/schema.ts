@@ -2876,8 +2876,9 @@ export interface components {
          */
         RateLimitPolicy: string;
         /**
-         * @description Each limit's state after the request: `r` requests left now, `t`
-         *     seconds until the whole quota is back, e.g. `"create.user";r=0;t=30`.
+         * @description Each limit's state after the request: `r` requests left now (at
+         *     most the policy's `q`), `t` seconds until the whole quota is back,
+         *     e.g. `"create.user";r=0;t=30`.
          */
         RateLimit: string;
     };
