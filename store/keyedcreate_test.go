@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -19,16 +18,7 @@ import (
 // key is another room, and once the caller left the key's room a run of
 // it makes a new one; standalone and Cluster, the quotas on.
 func TestLostCreateReplyFoundAgainWithItsKey(t *testing.T) {
-	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
-	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
-	for _, tc := range []struct {
-		name    string
-		proxies []*redistest.Proxy
-		b       redistest.Backend
-	}{
-		{"standalone", standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}},
-		{"cluster", cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}},
-	} {
+	for _, tc := range proxiedBackends(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := openStoreWith(t, tc.b, func(c *store.Config) {
@@ -37,21 +27,10 @@ func TestLostCreateReplyFoundAgainWithItsKey(t *testing.T) {
 			})
 			mustCreate(t, s, bob, newRoom()) // the script known to the nodes
 			keyed := newRoom(func(r *rooms.NewRoom) { r.Key = "create-1"; r.Visibility = rooms.Private })
-			lost := 0
-			for _, p := range tc.proxies {
-				lost -= p.Lost()
-				p.LoseReplyTo(s.SentAs("room_create"))
-			}
-			if _, err := s.Create(ctx, alice, keyed); !errors.Is(err, rooms.ErrUnavailable) {
-				t.Fatalf("create with its reply lost: %v, want %v", err, rooms.ErrUnavailable)
-			}
-			for _, p := range tc.proxies {
-				p.LoseReplyTo("")
-				lost += p.Lost()
-			}
-			if lost != 1 {
-				t.Fatalf("%d replies lost, want 1", lost)
-			}
+			loseOneReply(t, tc.proxies, s.SentAs("room_create"), func() error {
+				_, err := s.Create(ctx, alice, keyed)
+				return err
+			})
 			in := reality(t, s, alice)
 			if len(in) != 1 {
 				t.Fatalf("after the lost reply alice is in %v, want one room", in)
@@ -154,15 +133,10 @@ func TestLostCreateAtTheQuotaFoundAgain(t *testing.T) {
 		ctx := context.Background()
 		mustCreate(t, s, bob, newRoom()) // the script known
 		keyed := newRoom(func(r *rooms.NewRoom) { r.Key = "create-q" })
-		lost := -proxy.Lost()
-		proxy.LoseReplyTo(s.SentAs("room_create"))
-		if _, err := s.Create(ctx, alice, keyed); !errors.Is(err, rooms.ErrUnavailable) {
-			t.Fatalf("quotas %+v: create with its reply lost: %v", q, err)
-		}
-		proxy.LoseReplyTo("")
-		if lost += proxy.Lost(); lost != 1 {
-			t.Fatalf("%d replies lost, want 1", lost)
-		}
+		loseOneReply(t, []*redistest.Proxy{proxy}, s.SentAs("room_create"), func() error {
+			_, err := s.Create(ctx, alice, keyed)
+			return err
+		})
 		in := reality(t, s, alice)
 		again, err := s.Create(ctx, alice, keyed)
 		if err != nil || len(in) != 1 || in[again.Room.ID] != "o" {

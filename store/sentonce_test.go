@@ -369,16 +369,7 @@ func TestLostQuickJoinReplyFoundAgain(t *testing.T) {
 // its sender sends it again with the same Idempotency-Key: the room knows
 // the key and answers the first version; standalone and Cluster.
 func TestLostMessageReplySentAgainWithItsKey(t *testing.T) {
-	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
-	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
-	for _, tc := range []struct {
-		name    string
-		proxies []*redistest.Proxy
-		b       redistest.Backend
-	}{
-		{"standalone", standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}},
-		{"cluster", cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}},
-	} {
+	for _, tc := range proxiedBackends(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := openStoreWith(t, tc.b, func(c *store.Config) { c.Batch = &store.Batching{} })
@@ -387,21 +378,10 @@ func TestLostMessageReplySentAgainWithItsKey(t *testing.T) {
 			if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"hi"`)}); err != nil {
 				t.Fatal(err) // the script known to the node
 			}
-			lost := 0
-			for _, p := range tc.proxies {
-				lost -= p.Lost()
-				p.LoseReplyTo(s.SentAs("message_send"))
-			}
-			if _, err := s.SendMessage(ctx, alice, id, m); !errors.Is(err, rooms.ErrUnavailable) {
-				t.Fatalf("message with its reply lost: %v, want %v", err, rooms.ErrUnavailable)
-			}
-			for _, p := range tc.proxies {
-				p.LoseReplyTo("")
-				lost += p.Lost()
-			}
-			if lost != 1 {
-				t.Fatalf("%d replies lost, want 1", lost)
-			}
+			loseOneReply(t, tc.proxies, s.SentAs("message_send"), func() error {
+				_, err := s.SendMessage(ctx, alice, id, m)
+				return err
+			})
 			v, err := s.SendMessage(ctx, alice, id, m)
 			if err != nil {
 				t.Fatal(err)
@@ -717,5 +697,47 @@ func TestRunAllSendsAgainWhatDidNotRun(t *testing.T) {
 				t.Fatalf("the refused call ran %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// proxiedBackend is a store backend reached through proxies that can lose
+// a reply (redistest.Proxy.LoseReplyTo).
+type proxiedBackend struct {
+	name    string
+	proxies []*redistest.Proxy
+	b       redistest.Backend
+}
+
+// proxiedBackends are a standalone Redis and a 3-master Cluster, each
+// behind proxies.
+func proxiedBackends(t *testing.T) []proxiedBackend {
+	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
+	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
+	return []proxiedBackend{
+		{"standalone", standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}},
+		{"cluster", cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}},
+	}
+}
+
+// loseOneReply runs call while proxies lose the reply to script (a
+// SentAs name), and fails the test unless call answered
+// rooms.ErrUnavailable and exactly one reply was lost.
+func loseOneReply(t *testing.T, proxies []*redistest.Proxy, script string, call func() error) {
+	t.Helper()
+	lost := 0
+	for _, p := range proxies {
+		lost -= p.Lost()
+		p.LoseReplyTo(script)
+	}
+	err := call()
+	for _, p := range proxies {
+		p.LoseReplyTo("")
+		lost += p.Lost()
+	}
+	if !errors.Is(err, rooms.ErrUnavailable) {
+		t.Fatalf("%s with its reply lost: %v, want %v", script, err, rooms.ErrUnavailable)
+	}
+	if lost != 1 {
+		t.Fatalf("%d replies lost, want 1", lost)
 	}
 }
