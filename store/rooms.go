@@ -74,10 +74,9 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		h, err := s.held.Reserve(ctx, u.ID, id, true)
 		if nr.Digest != "" && (errors.Is(err, rooms.ErrOwnedRoomsLimit) || errors.Is(err, rooms.ErrJoinedRoomsLimit)) {
 			// the first run's room may be what fills the quota
-			if prev, ok, ferr := s.keyedRoom(ctx, shard, nr.Digest, u); ferr != nil || ok {
-				if ferr != nil {
-					return rooms.Joined{}, ferr
-				}
+			if prev, ok, ferr := s.keyedRoom(ctx, shard, nr.Digest, u); ferr != nil {
+				return rooms.Joined{}, ferr
+			} else if ok {
 				return s.foundAgain(ctx, u, prev)
 			}
 		}
@@ -89,7 +88,8 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			if rest, _ := roomlua.Reply(r.cmd); len(rest) > 2 && rest[1] == "found" {
 				// the first run's room; this id was never made
 				s.held.Release(ctx, h)
-				return s.foundAgain(ctx, u, rest[2])
+				prev, _ := rest[2].(string)
+				return s.foundAgain(ctx, u, prev)
 			}
 		}
 		j, err := s.joined(r, err)
@@ -134,9 +134,8 @@ func (s *Store) keyedRoom(ctx context.Context, shard int, digest string, u rooms
 
 // foundAgain answers a keyed create run again with room id, which its
 // first run made with u in it (the script saw u there a moment ago).
-func (s *Store) foundAgain(ctx context.Context, u rooms.User, id any) (rooms.Joined, error) {
-	rid, _ := id.(string)
-	room, _, err := s.Get(ctx, rid, false)
+func (s *Store) foundAgain(ctx context.Context, u rooms.User, id string) (rooms.Joined, error) {
+	room, _, err := s.Get(ctx, id, false)
 	if err != nil {
 		return rooms.Joined{}, err
 	}
@@ -145,7 +144,7 @@ func (s *Store) foundAgain(ctx context.Context, u rooms.User, id any) (rooms.Joi
 			return rooms.Joined{Room: room, PlayerID: pl.PlayerID}, nil
 		}
 	}
-	return rooms.Joined{}, fmt.Errorf("store: keyed create's room %s: %s left it as it was found: %w", rid, u.ID, rooms.ErrUnavailable)
+	return rooms.Joined{}, fmt.Errorf("store: keyed create's room %s: %s left it as it was found: %w", id, u.ID, rooms.ErrUnavailable)
 }
 
 // newRoom is room p created by u, with the encoded attributes and the
