@@ -58,7 +58,7 @@ var scriptErrors = map[string]error{
 	"VERSION_MISMATCH":    rooms.ErrVersionMismatch,
 	"STATE_KEY_FORBIDDEN": rooms.ErrStateKeyForbidden,
 	"PAYLOAD_TOO_LARGE":   fmt.Errorf("state over %d keys or %d bytes: %w", rooms.MaxStateKeys, rooms.MaxStateBytes, rooms.ErrTooLarge),
-	"KICK_SELF":           rooms.Invalid("playerId", "the owner cannot kick themself; leave instead"),
+	"KICK_SELF":           rooms.Invalid("playerId", "must not be the owner's own: the owner leaves instead"),
 	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount plus the seats reserved"),
 	"CODE_TAKEN":          ErrCodeTaken,
 	"ID_TAKEN":            ErrIDTaken,
