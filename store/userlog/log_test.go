@@ -175,7 +175,7 @@ func TestLogCapAndAcks(t *testing.T) {
 			// one body for many users: stored once, each log refers to it,
 			// each user reads it with its own id and seq; gone when it expires
 			many := []string{uid + "-a", uid + "-b", uid + "-c"}
-			ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed, TS: "2026-11-28T00:00:00Z"},
+			ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed, TS: time.Now().UTC().Format(time.RFC3339)},
 				RoomID: "r1", Reason: rooms.ClosedByOwner}
 			if err := l.SendToMany(ctx, many, ev); err != nil {
 				t.Fatal(err)
@@ -421,7 +421,7 @@ func TestOlderReleaseReadsANewerLog(t *testing.T) {
 			if _, err := l.Send(ctx, uid, []byte(`{"type":"message","n":1}`)); err != nil {
 				t.Fatal(err)
 			}
-			ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed, TS: "2026-11-28T00:00:00Z"},
+			ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed, TS: time.Now().UTC().Format(time.RFC3339)},
 				RoomID: "r1", Reason: rooms.ClosedByOwner}
 			if err := l.SendToMany(ctx, []string{uid}, ev); err != nil {
 				t.Fatal(err)
