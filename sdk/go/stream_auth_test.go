@@ -144,17 +144,11 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 		before := s.refreshes.Load()
 		st := host.Stream(c, id)
 		defer st.Close()
-		got := until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })
-		if _, err := gs.PatchState(c, id, rs.State{"n": 1}); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, until(t, st, func(ev rs.Event) bool { return stateN(ev) == 1 })...)
+		got := until(t, st, isTokenExpiring)
+		got = append(got, patchUntil(t, gs, st, id, 1)...)
 		// live events for 3 s more: another token_expiring would come in 2 s
 		time.Sleep(3 * time.Second)
-		if _, err := gs.PatchState(c, id, rs.State{"n": 2}); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, until(t, st, func(ev rs.Event) bool { return stateN(ev) == 2 })...)
+		got = append(got, patchUntil(t, gs, st, id, 2)...)
 		if count[*rs.TokenExpiring](got) != 1 || count[*rs.Reconnecting](got) != 0 || s.refreshes.Load()-before != 1 {
 			t.Fatalf("items %s, %d refreshes", kinds(got), s.refreshes.Load()-before)
 		}
@@ -177,11 +171,8 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 		}
 		st := cl.Stream(c, id)
 		defer st.Close()
-		got := until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })
-		if _, err := gs.PatchState(c, id, rs.State{"n": 3}); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == 3 }, isResumed))...)
+		got := until(t, st, isTokenExpiring)
+		got = append(got, patchUntil(t, gs, st, id, 3, isResumed)...)
 		k := kinds(got)
 		if !strings.Contains(k, "token_expiring reconnecting connecting open") ||
 			count[*rs.TokenExpiring](got) != 1 || count[*rs.Reconnecting](got) != 1 || renewals.Load() != 2 {
@@ -208,16 +199,10 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 		}
 		st := cl.Stream(c, id)
 		defer st.Close()
-		got := until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })
-		if _, err := gs.PatchState(c, id, rs.State{"n": 4}); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == 4 }, isResumed))...)
-		got = append(got, until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })...)
-		if _, err := gs.PatchState(c, id, rs.State{"n": 5}); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, until(t, st, func(ev rs.Event) bool { return stateN(ev) == 5 })...)
+		got := until(t, st, isTokenExpiring)
+		got = append(got, patchUntil(t, gs, st, id, 4, isResumed)...)
+		got = append(got, until(t, st, isTokenExpiring)...)
+		got = append(got, patchUntil(t, gs, st, id, 5)...)
 		k := kinds(got)
 		if strings.Count(k, "token_expiring connecting open") != 2 || count[*rs.Reconnecting](got) != 0 ||
 			count[*rs.StateChanged](got) != 2 || asks.Load() != 2 {
@@ -258,4 +243,20 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 			}
 		})
 	}
+}
+
+func isTokenExpiring(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok }
+
+// patchUntil sets state key "n" of room id to n through gs, then reads st
+// until it shows n and, with also, until also held for an item too.
+func patchUntil(t *testing.T, gs *rs.Client, st *rs.Stream, id string, n int, also ...func(rs.Event) bool) []rs.Event {
+	t.Helper()
+	if _, err := gs.PatchState(t.Context(), id, rs.State{"n": n}); err != nil {
+		t.Fatal(err)
+	}
+	stop := func(ev rs.Event) bool { return stateN(ev) == n }
+	for _, a := range also {
+		stop = both(stop, a)
+	}
+	return until(t, st, stop)
 }
