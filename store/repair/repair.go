@@ -172,9 +172,9 @@ func (s *Walks) Step(ctx context.Context, shard int, rep janitor.Report) error {
 	case phaseUsers:
 		next, err = s.repairUsers(ctx, shard, w.cursor, rep)
 	case phaseCodes:
-		next, err = s.repairCodes(ctx, shard, s.cfg.Keys.Codes(shard), "cd", w.cursor, rep)
+		next, err = s.repairCodes(ctx, shard, s.cfg.Keys.Codes(shard), "cd", "repair_code", w.cursor, rep)
 	case phaseCreateKeys:
-		next, err = s.repairCodes(ctx, shard, s.cfg.Keys.CreateKeys(shard), "ck", w.cursor, rep)
+		next, err = s.repairCodes(ctx, shard, s.cfg.Keys.CreateKeys(shard), "ck", "repair_create_key", w.cursor, rep)
 	case phaseIndexes:
 		next, err = s.repairIndexes(ctx, shard, w, rep)
 	case phaseStats:
@@ -243,8 +243,9 @@ func (s *Walks) repairUsers(ctx context.Context, shard int, cursor uint64, rep j
 }
 
 // repairCodes checks one page of hash, the shard's invite codes (field
-// "cd" of their rooms) or create keys ("ck"), against the rooms.
-func (s *Walks) repairCodes(ctx context.Context, shard int, hash, field string, cursor uint64, rep janitor.Report) (uint64, error) {
+// "cd" of their rooms) or create keys ("ck"), against the rooms; what it
+// drops counts as kind.
+func (s *Walks) repairCodes(ctx context.Context, shard int, hash, field, kind string, cursor uint64, rep janitor.Report) (uint64, error) {
 	page, next, err := s.cfg.Base.Client.HScan(ctx, hash, cursor, "", repairBudget).Result()
 	if err != nil || len(page) == 0 {
 		return next, redisx.Wrap(err)
@@ -257,7 +258,7 @@ func (s *Walks) repairCodes(ctx context.Context, shard int, hash, field string, 
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	rep.Add(map[string]string{"cd": "repair_code", "ck": "repair_create_key"}[field], int(n[0]))
+	rep.Add(kind, int(n[0]))
 	rep.Add("repair_schedule", int(n[1]))
 	return next, nil
 }
