@@ -102,7 +102,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	ctx = context.WithoutCancel(ctx) // the answer is kept even if a shutdown cut the request
 	if rec.status >= 200 && rec.status < 300 {
 		a := idempotency.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"),
-			Location: rec.header.Get("Location"), Body: rec.body.Bytes()}
+			Location: rec.header.Get("Location"), Body: rec.body.Bytes(), Receipt: rec.receipt}
 		if ok, err := s.idem.Record(ctx, c, a); err != nil || !ok {
 			s.log.Warn("idempotency: answer not recorded", "err", err, "lost", !ok, "request_id", requestID(ctx))
 		}
@@ -194,6 +194,18 @@ type answerRecorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	// receipt: of the request's write, kept with its answer
+	// (keepReceipt)
+	receipt string
+}
+
+// keepReceipt keeps receipt, a store's of the write a request made
+// (idempotency.Answer.Receipt), with its answer when w records it (the
+// request has an Idempotency-Key): a replay checks the write was not lost.
+func keepReceipt(w http.ResponseWriter, receipt string) {
+	if a, ok := w.(*answerRecorder); ok {
+		a.receipt = receipt
+	}
 }
 
 func (a *answerRecorder) Header() http.Header { return a.header }

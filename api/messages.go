@@ -16,12 +16,13 @@ func (s *Server) SendMessage(w http.ResponseWriter, r *http.Request, roomID oapi
 			return
 		}
 		p.Key = s.keyOf(params.IdempotencyKey) // the room remembers it too
-		v, err := s.rooms.SendMessage(r.Context(), userFrom(r.Context()), roomID, p)
+		sent, err := s.rooms.SendMessage(r.Context(), userFrom(r.Context()), roomID, p)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, oapi.MessageSent{Version: v})
+		keepReceipt(w, sent.Receipt)
+		writeJSON(w, http.StatusAccepted, oapi.MessageSent{Version: sent.Version})
 	})
 }
 

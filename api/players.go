@@ -134,6 +134,7 @@ func (s *Server) SendDirectMessage(w http.ResponseWriter, r *http.Request, userI
 			s.writeError(w, r, err)
 			return
 		}
+		keepReceipt(w, sent.Receipt)
 		writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
 	})
 }
@@ -166,6 +167,7 @@ func (s *Server) InviteToRoom(w http.ResponseWriter, r *http.Request, roomID oap
 			s.writeError(w, r, err)
 			return
 		}
+		keepReceipt(w, sent.Receipt)
 		writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
 	})
 }

@@ -26,8 +26,9 @@ type Inbox interface {
 	// remembers once.Key (for rooms.MessageKeyWindow, its last
 	// rooms.MessageKeysKept keys), nothing is sent and the first send's
 	// At is returned (rooms.ErrKeyReused when its Digest differs); else
-	// ev is sent and once.At returned. Errors: rooms.ErrUnavailable too.
-	SendOnce(ctx context.Context, uid string, ev any, once Once) (time.Time, error)
+	// ev is sent and once.At returned; either with the receipt of the
+	// send (Sent). Errors: rooms.ErrUnavailable too.
+	SendOnce(ctx context.Context, uid string, ev any, once Once) (Sent, error)
 }
 
 // Once names a send for its sender's Idempotency-Key (Inbox.SendOnce).
@@ -71,8 +72,14 @@ var _ rooms.Notifier = Notices{}
 // messages with rs.
 func NewDirect(inbox Inbox, rs *rooms.Service) *Direct { return &Direct{inbox: inbox, rooms: rs} }
 
-// Sent is what a send returns: when it was sent.
-type Sent struct{ TS time.Time }
+// Sent is what a send returns: when it was sent, and of a keyed send
+// (Inbox.SendOnce) the store's receipt of its write ("": none; opaque),
+// which a replay of the answer of its Idempotency-Key checks against the
+// recipient's log (see internal/idempotency's Answer.Receipt).
+type Sent struct {
+	TS      time.Time
+	Receipt string
+}
 
 // DirectMessageParams is a direct message as the client sent it.
 type DirectMessageParams struct {
@@ -138,8 +145,7 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
 	}
 	ev.MessageID = MessageID(p.Key, u.ID)
-	at, err := d.inbox.SendOnce(ctx, to, ev, Once{Key: p.Key + " " + u.ID, Digest: rooms.MessageDigest(p.Type, data, nil), At: now})
-	return Sent{TS: at}, err
+	return d.inbox.SendOnce(ctx, to, ev, Once{Key: p.Key + " " + u.ID, Digest: rooms.MessageDigest(p.Type, data, nil), At: now})
 }
 
 // Invite invites user to to room id on behalf of u, a member (or the
@@ -180,8 +186,7 @@ func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to, key string) (
 		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
 	}
 	ev.MessageID = MessageID(key, u.ID)
-	at, err := d.inbox.SendOnce(ctx, to, ev, Once{Key: key + " " + u.ID, Digest: rooms.MessageDigest(EventInvite, []byte(r.ID), nil), At: now})
-	return Sent{TS: at}, err
+	return d.inbox.SendOnce(ctx, to, ev, Once{Key: key + " " + u.ID, Digest: rooms.MessageDigest(EventInvite, []byte(r.ID), nil), At: now})
 }
 
 // Kicked implements rooms.Notifier.

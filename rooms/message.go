@@ -78,32 +78,43 @@ func Visible(from int, to []int, pid int) bool {
 	return len(to) == 0 || from == pid || pid == 0 || slices.Contains(to, pid)
 }
 
+// Sent is where a message sent landed: its version, and the store's
+// receipt of its write ("": none; opaque), which a replay of the answer
+// of its Idempotency-Key checks against the room's history (see
+// internal/idempotency's Answer.Receipt).
+type Sent struct {
+	Version int64
+	Receipt string
+}
+
 // MessageStore keeps room messages.
 type MessageStore interface {
 	// SendMessage appends m (Version, TS and From are set by the store) on
-	// behalf of member u (or the server: From 0) and returns its version;
-	// with m.Key, once (see Message.Key). ErrRoomNotFound, ErrNotMember,
-	// ErrKeyReused, or a validation error on "to" naming a non-member.
-	SendMessage(ctx context.Context, u User, room string, m Message) (int64, error)
+	// behalf of member u (or the server: From 0) and returns where it
+	// landed; with m.Key, once (see Message.Key), with a receipt.
+	// ErrRoomNotFound, ErrNotMember, ErrKeyReused, or a validation error
+	// on "to" naming a non-member.
+	SendMessage(ctx context.Context, u User, room string, m Message) (Sent, error)
 	// Messages returns the caller's playerId (0 for the server, which needs
 	// no membership) and the room's message history
 	// with versions below before (0: all), newest first, unfiltered.
 	Messages(ctx context.Context, u User, room string, before int64) (int, []Message, error)
 }
 
-// SendMessage validates p and sends it; returns the message's version.
-// Data is required JSON of at most MaxMessageData bytes once compacted. The
-// server (ScopeWrite) sends as player 0 and needs no membership.
-func (s *Service) SendMessage(ctx context.Context, u User, room string, p MessageParams) (int64, error) {
+// SendMessage validates p and sends it; returns where the message landed
+// (MessageStore.SendMessage). Data is required JSON of at most
+// MaxMessageData bytes once compacted. The server (ScopeWrite) sends as
+// player 0 and needs no membership.
+func (s *Service) SendMessage(ctx context.Context, u User, room string, p MessageParams) (Sent, error) {
 	if err := RequireScope(u, ScopeWrite); err != nil {
-		return 0, err
+		return Sent{}, err
 	}
 	data, err := s.checkMessage(p)
 	if err != nil {
-		return 0, err
+		return Sent{}, err
 	}
 	if !ValidRoomID(room) {
-		return 0, ErrRoomNotFound
+		return Sent{}, ErrRoomNotFound
 	}
 	return s.store.SendMessage(ctx, u, room, Message{Type: p.Type, Data: data, To: p.To, Key: p.Key})
 }

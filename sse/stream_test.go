@@ -216,8 +216,9 @@ func TestMessagesReachOnlyTheirRecipients(t *testing.T) {
 			e.serve(t, u, id, sse.Cursor{}, cls[u.Name])
 		}
 		cls["alice"].waitFor(t, 6)
-		private, _ := e.st.SendMessage(ctx, bob, id, rooms.Message{Type: "whisper", Data: []byte(`"psst"`), To: []int{3}})
-		public, _ := e.st.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"hi"`)})
+		p, _ := e.st.SendMessage(ctx, bob, id, rooms.Message{Type: "whisper", Data: []byte(`"psst"`), To: []int{3}})
+		q, _ := e.st.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"hi"`)})
+		private, public := p.Version, q.Version
 		for name, sees := range map[string]bool{"alice": false, "bob": true, "carol": true} {
 			fs := cls[name].waitFor(t, public)
 			got := false

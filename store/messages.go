@@ -7,19 +7,21 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/roomlua"
 )
 
-// SendMessage implements rooms.MessageStore.
-func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m rooms.Message) (int64, error) {
+// SendMessage implements rooms.MessageStore: a keyed message's receipt
+// names its entry in the room's log (store/idempotency's Receipt).
+func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m rooms.Message) (rooms.Sent, error) {
 	c, err := caller(u)
 	if err != nil {
-		return 0, err
+		return rooms.Sent{}, err
 	}
 	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
-		return 0, rooms.ErrRoomNotFound
+		return rooms.Sent{}, rooms.ErrRoomNotFound
 	}
 	call := roomlua.MessageSendCall{Scope: s.env.Scope(shard, id), Caller: c, TypeJSON: roomlua.JSONString(m.Type), Data: []byte(m.Data), To: m.To}
 	if m.Key != "" {
@@ -28,9 +30,15 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	}
 	rest, err := s.result(ctx, call)
 	if err != nil {
-		return 0, err
+		return rooms.Sent{}, err
 	}
-	return layout.ToInt64(rest[0]), nil
+	sent := rooms.Sent{Version: layout.ToInt64(rest[0])}
+	if m.Key != "" && len(rest) == 2 {
+		tag, _ := rest[1].(string)
+		sent.Receipt = idempotency.Receipt{Log: s.keys.Log(shard, id), Head: s.keys.Room(shard, id), Field: "ver",
+			Pos: sent.Version, Tag: tag}.String()
+	}
+	return sent, nil
 }
 
 // Messages implements rooms.MessageStore. The log is capped, so one read

@@ -22,11 +22,11 @@ func TestMessages(t *testing.T) {
 		s.Join(ctx, carol, id)
 		send := func(u rooms.User, typ string, to ...int) int64 {
 			t.Helper()
-			v, err := s.SendMessage(ctx, u, id, rooms.Message{Type: typ, Data: []byte(`{"t":"` + typ + `"}`), To: to})
+			sent, err := s.SendMessage(ctx, u, id, rooms.Message{Type: typ, Data: []byte(`{"t":"` + typ + `"}`), To: to})
 			if err != nil {
 				t.Fatalf("send %s: %v", typ, err)
 			}
-			return v
+			return sent.Version
 		}
 		v1 := send(alice, "all")
 		v2 := send(bob, "to-carol", 3)
@@ -92,13 +92,13 @@ func TestMessageSentOncePerKey(t *testing.T) {
 		msg := func(data string, key string, to ...int) rooms.Message {
 			return rooms.Message{Type: "chat", Data: []byte(data), To: to, Key: key}
 		}
-		send := func(u rooms.User, m rooms.Message) int64 {
+		send := func(u rooms.User, m rooms.Message) rooms.Sent {
 			t.Helper()
-			v, err := s.SendMessage(ctx, u, id, m)
+			sent, err := s.SendMessage(ctx, u, id, m)
 			if err != nil {
 				t.Fatalf("send %s with key %q: %v", m.Data, m.Key, err)
 			}
-			return v
+			return sent
 		}
 		history := func() int {
 			t.Helper()
@@ -108,7 +108,11 @@ func TestMessageSentOncePerKey(t *testing.T) {
 			}
 			return len(ms)
 		}
-		v1 := send(alice, msg(`"gg"`, "k1", 2))
+		first := send(alice, msg(`"gg"`, "k1", 2))
+		v1 := first.Version
+		if first.Receipt == "" {
+			t.Errorf("a keyed message's answer has no receipt: %+v", first)
+		}
 		if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{Set: rooms.State{"a": []byte(`1`)}, IfMatch: -1}); err != nil {
 			t.Fatal(err)
 		}
@@ -123,18 +127,18 @@ func TestMessageSentOncePerKey(t *testing.T) {
 			{"other data", alice, msg(`"GG"`, "k1", 2), 0},
 			{"other recipients", alice, msg(`"gg"`, "k1"), 0},
 		} {
-			v, err := s.SendMessage(ctx, tc.u, id, tc.m)
+			sent, err := s.SendMessage(ctx, tc.u, id, tc.m)
 			switch {
 			case tc.want == 0 && !errors.Is(err, rooms.ErrKeyReused):
-				t.Errorf("%s: %d, %v; want %v", tc.name, v, err, rooms.ErrKeyReused)
-			case tc.want != 0 && (err != nil || v != tc.want):
-				t.Errorf("%s: %d, %v; want %d", tc.name, v, err, tc.want)
+				t.Errorf("%s: %+v, %v; want %v", tc.name, sent, err, rooms.ErrKeyReused)
+			case tc.want != 0 && (err != nil || sent != first):
+				t.Errorf("%s: %+v, %v; want the first's %+v (its tag read from its log entry)", tc.name, sent, err, first)
 			}
 		}
 		if n, m := len(events(t, s, id)), history(); n != evs || m != 1 {
 			t.Fatalf("after the same key again: %d events (want %d), %d messages (want 1)", n, evs, m)
 		}
-		if v := send(bob, msg(`"gg"`, "k1", 2)); v <= v1 {
+		if v := send(bob, msg(`"gg"`, "k1", 2)).Version; v <= v1 {
 			t.Errorf("bob's key k1 answered %d, want a message of its own after %d", v, v1)
 		}
 		send(alice, msg(`"gg"`, "", 2))
@@ -161,7 +165,7 @@ func TestMessageSentOncePerKey(t *testing.T) {
 			}
 		}
 		before := len(events(t, s, id))
-		if v := send(alice, msg(`"gg"`, "k1", 2)); v == v1 || len(events(t, s, id)) != before+1 {
+		if v := send(alice, msg(`"gg"`, "k1", 2)).Version; v == v1 || len(events(t, s, id)) != before+1 {
 			t.Errorf("alice's k1, forgotten, answered %d: want a new message", v)
 		}
 		last := fmt.Sprint(rooms.MessageKeysKept + 4)

@@ -114,7 +114,9 @@ func TestCallsEndAgainstAPausedRedis(t *testing.T) {
 			})
 			var v int64
 			eventually(t, "the message sent again once Redis goes on", func() bool {
-				v, err = s.SendMessage(ctx, alice, id, msg)
+				var sent rooms.Sent
+				sent, err = s.SendMessage(ctx, alice, id, msg)
+				v = sent.Version
 				return err == nil
 			})
 			_, ms, err := s.Messages(ctx, alice, id, 0)

@@ -382,10 +382,11 @@ func TestLostMessageReplySentAgainWithItsKey(t *testing.T) {
 				_, err := s.SendMessage(ctx, alice, id, m)
 				return err
 			})
-			v, err := s.SendMessage(ctx, alice, id, m)
+			sent, err := s.SendMessage(ctx, alice, id, m)
 			if err != nil {
 				t.Fatal(err)
 			}
+			v := sent.Version
 			_, ms, err := s.Messages(ctx, alice, id, 0)
 			if err != nil || len(ms) != 2 || ms[0].Version != v || string(ms[0].Data) != `"gg"` {
 				t.Fatalf("history after sending it again: %+v (%v); want 2 messages, the newest version %d", ms, err, v)

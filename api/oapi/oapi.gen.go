@@ -1052,7 +1052,13 @@ type QuickJoinParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1132,7 +1138,13 @@ type CreateTicketParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1260,7 +1272,13 @@ type CreateRoomParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1349,7 +1367,13 @@ type InviteToRoomParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1438,7 +1462,13 @@ type SendMessageParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1548,7 +1578,13 @@ type SendDirectMessageParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what

@@ -25,10 +25,13 @@ const Budget = 4 << 20
 type Outcome int
 
 const (
-	// New: the key was free; the caller runs the request and then records
-	// its answer or releases the key.
+	// New: the key was free (or its answer's write was lost: see
+	// Answer.Receipt); the caller runs the request and then records its
+	// answer or releases the key.
 	New Outcome = iota
-	// Replay: the key holds the answer of the same request, in Answer.
+	// Replay: the key holds the answer of the same request, in Answer,
+	// and its Receipt's write is still where it was made (or cannot be
+	// told otherwise: trimmed, or its room closed).
 	Replay
 	// InUse: the same request holds the key and is still running.
 	InUse
@@ -46,6 +49,14 @@ type Answer struct {
 	ContentType string
 	Location    string
 	Body        []byte
+	// Receipt names the write the request made in another key's history
+	// (a store's, opaque; "": none), kept with the answer and not sent:
+	// before a replay the Store checks that history still holds it. A
+	// failover of Redis that lost the write (a room's message, a direct
+	// message) but not the answer, in the caller's slot on another master,
+	// had the message answered "sent" for good and never delivered; the
+	// Store claims such a key anew (Claim's New) instead of replaying.
+	Receipt string
 }
 
 // Claim is the result of Store.Claim; a New one is the caller's to record
@@ -54,8 +65,8 @@ type Claim struct {
 	Outcome Outcome
 	// Answer: the recorded answer of a Replay.
 	Answer Answer
-	// Key and Token identify a New claim to Record and Release, Scope its
-	// caller.
+	// Key and Token identify a New claim to Record and Release (a
+	// Replay's: its answer), Scope its caller.
 	Key, Token, Scope string
 	// RetryAfter: of an OverBudget claim, how long until the caller's
 	// oldest record expires.

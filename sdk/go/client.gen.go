@@ -1057,7 +1057,13 @@ type QuickJoinParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1137,7 +1143,13 @@ type CreateTicketParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1265,7 +1277,13 @@ type CreateRoomParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1354,7 +1372,13 @@ type InviteToRoomParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1443,7 +1467,13 @@ type SendMessageParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1553,7 +1583,13 @@ type SendDirectMessageParams struct {
 	// its filters (200, `created: false`); a room message, a direct
 	// message or an invite sent again is sent once (its room, or the
 	// recipient's inbox, knows the key: see `sendMessage`,
-	// `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+	// `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+	// message, direct message or invite names where it was written: a
+	// retry whose message a Redis failover lost (the room's history, or
+	// the recipient's log, no longer holds it there) is not replayed but
+	// sent again (202 with its new version or `ts`, not
+	// `Idempotent-Replayed`); one trimmed from its history since, or to a
+	// room closed since, is replayed. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3007,7 +3043,11 @@ type ClientInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+	// that lost the message (the room's history no longer holds it at its
+	// version) loses its key too: a retry then sends it again, at a new
+	// version, even when the answer kept for the key survived (see the
+	// parameter).
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -3026,7 +3066,11 @@ type ClientInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+	// that lost the message (the room's history no longer holds it at its
+	// version) loses its key too: a retry then sends it again, at a new
+	// version, even when the answer kept for the key survived (see the
+	// parameter).
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -3239,7 +3283,8 @@ type ClientInterface interface {
 	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 	// (a hash of the key and the sender), the same for every send with
 	// that key: a Redis failover that lost the first send loses its key
-	// too, so a retry then sends the message again, as a new event (a
+	// too, so a retry then sends the message again (even when the answer
+	// kept for the key survived: see the parameter), as a new event (a
 	// client that received the lost one resumes with a `snapshot`, see
 	// `GET /v1/me/events`), and a client that already has that
 	// `messageId` drops it.
@@ -3275,7 +3320,8 @@ type ClientInterface interface {
 	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 	// (a hash of the key and the sender), the same for every send with
 	// that key: a Redis failover that lost the first send loses its key
-	// too, so a retry then sends the message again, as a new event (a
+	// too, so a retry then sends the message again (even when the answer
+	// kept for the key survived: see the parameter), as a new event (a
 	// client that received the lost one resumes with a `snapshot`, see
 	// `GET /v1/me/events`), and a client that already has that
 	// `messageId` drops it.
@@ -5034,7 +5080,11 @@ func (c *APIClient) ListMessages(ctx context.Context, roomId RoomId, params *Lis
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+// that lost the message (the room's history no longer holds it at its
+// version) loses its key too: a retry then sends it again, at a new
+// version, even when the answer kept for the key survived (see the
+// parameter).
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -5063,7 +5113,11 @@ func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, para
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+// that lost the message (the room's history no longer holds it at its
+// version) loses its key too: a retry then sends it again, at a new
+// version, even when the answer kept for the key survived (see the
+// parameter).
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -5366,7 +5420,8 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 // (a hash of the key and the sender), the same for every send with
 // that key: a Redis failover that lost the first send loses its key
-// too, so a retry then sends the message again, as a new event (a
+// too, so a retry then sends the message again (even when the answer
+// kept for the key survived: see the parameter), as a new event (a
 // client that received the lost one resumes with a `snapshot`, see
 // `GET /v1/me/events`), and a client that already has that
 // `messageId` drops it.
@@ -5412,7 +5467,8 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 // (a hash of the key and the sender), the same for every send with
 // that key: a Redis failover that lost the first send loses its key
-// too, so a retry then sends the message again, as a new event (a
+// too, so a retry then sends the message again (even when the answer
+// kept for the key survived: see the parameter), as a new event (a
 // client that received the lost one resumes with a `snapshot`, see
 // `GET /v1/me/events`), and a client that already has that
 // `messageId` drops it.
@@ -8839,7 +8895,11 @@ type ClientWithResponsesInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+	// that lost the message (the room's history no longer holds it at its
+	// version) loses its key too: a retry then sends it again, at a new
+	// version, even when the answer kept for the key survived (see the
+	// parameter).
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -8858,7 +8918,11 @@ type ClientWithResponsesInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+	// that lost the message (the room's history no longer holds it at its
+	// version) loses its key too: a retry then sends it again, at a new
+	// version, even when the answer kept for the key survived (see the
+	// parameter).
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -9077,7 +9141,8 @@ type ClientWithResponsesInterface interface {
 	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 	// (a hash of the key and the sender), the same for every send with
 	// that key: a Redis failover that lost the first send loses its key
-	// too, so a retry then sends the message again, as a new event (a
+	// too, so a retry then sends the message again (even when the answer
+	// kept for the key survived: see the parameter), as a new event (a
 	// client that received the lost one resumes with a `snapshot`, see
 	// `GET /v1/me/events`), and a client that already has that
 	// `messageId` drops it.
@@ -9113,7 +9178,8 @@ type ClientWithResponsesInterface interface {
 	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 	// (a hash of the key and the sender), the same for every send with
 	// that key: a Redis failover that lost the first send loses its key
-	// too, so a retry then sends the message again, as a new event (a
+	// too, so a retry then sends the message again (even when the answer
+	// kept for the key survived: see the parameter), as a new event (a
 	// client that received the lost one resumes with a `snapshot`, see
 	// `GET /v1/me/events`), and a client that already has that
 	// `messageId` drops it.
@@ -15668,7 +15734,11 @@ func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, room
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+// that lost the message (the room's history no longer holds it at its
+// version) loses its key too: a retry then sends it again, at a new
+// version, even when the answer kept for the key survived (see the
+// parameter).
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -15693,7 +15763,11 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+// that lost the message (the room's history no longer holds it at its
+// version) loses its key too: a retry then sends it again, at a new
+// version, even when the answer kept for the key survived (see the
+// parameter).
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -15966,7 +16040,8 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 // (a hash of the key and the sender), the same for every send with
 // that key: a Redis failover that lost the first send loses its key
-// too, so a retry then sends the message again, as a new event (a
+// too, so a retry then sends the message again (even when the answer
+// kept for the key survived: see the parameter), as a new event (a
 // client that received the lost one resumes with a `snapshot`, see
 // `GET /v1/me/events`), and a client that already has that
 // `messageId` drops it.
@@ -16008,7 +16083,8 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
 // (a hash of the key and the sender), the same for every send with
 // that key: a Redis failover that lost the first send loses its key
-// too, so a retry then sends the message again, as a new event (a
+// too, so a retry then sends the message again (even when the answer
+// kept for the key survived: see the parameter), as a new event (a
 // client that received the lost one resumes with a `snapshot`, see
 // `GET /v1/me/events`), and a client that already has that
 // `messageId` drops it.

@@ -37,6 +37,9 @@ type call struct {
 	// keys (ledger)
 	budget      int
 	kept, spent string
+	// record: the answer's receipt; redo: the token of the answer taken
+	// back
+	extra string
 }
 
 func (call) Script() *redisx.Script { return script }
@@ -47,7 +50,7 @@ func (c call) KeysArgs() ([]string, []any) {
 	}
 	return keys, []any{c.op, c.token, c.fingerprint, c.ms,
 		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body, c.by,
-		c.budget, contract.TTL.Milliseconds()}
+		c.budget, contract.TTL.Milliseconds(), c.extra}
 }
 
 // lateMargin is how long after its caller gave up a claim is still made:
@@ -130,10 +133,30 @@ func (s *Store) key(scope, key string) string {
 // found to have (Store.leads). A claim refused so while its call still
 // waits by this instance's clock (the clocks are apart) learns the lead
 // from the time Redis answered with, and is sent again once with it.
+//
+// An answer with a receipt (contract.Answer.Receipt) is replayed once its
+// write is found where it was made, or cannot be told otherwise (lost);
+// a lost one is taken back and the key claimed anew (idempotency.lua's
+// redo), once per call: the answer of a retry that redid it first is
+// replayed as it is.
 func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (contract.Claim, error) {
 	c := call{key: s.key(scope, key), op: "claim", token: rand.Text(),
 		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
 	s.ledger(&c, scope)
+	got, err := s.claim(ctx, c, scope)
+	if err != nil || got.Outcome != contract.Replay || got.Answer.Receipt == "" {
+		return got, err
+	}
+	if lost, err := s.lost(ctx, got.Answer.Receipt); err != nil || !lost {
+		return got, err
+	}
+	c.op, c.extra = "redo", got.Token
+	return s.claim(ctx, c, scope)
+}
+
+// claim runs c, a claim or a redo of scope's key, learning Redis' lead
+// (Claim).
+func (s *Store) claim(ctx context.Context, c call, scope string) (contract.Claim, error) {
 	shard := s.b.UserShard(scope)
 	ends := s.b.Bound.Ends(ctx)
 	if !ends.IsZero() {
@@ -171,24 +194,24 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 		return contract.Claim{Outcome: contract.InUse}, nil
 	case status == "LATE": // a call that gave up, or clocks drifting apart faster than learned
 		return contract.Claim{}, fmt.Errorf("%w: the key's claim reached Redis after its call gave up", rooms.ErrUnavailable)
-	case status == "DONE" && len(res) == 5:
-		code, _ := res[1].(string)
-		ct, _ := res[2].(string)
-		loc, _ := res[3].(string)
-		body, _ := res[4].(string)
-		n, err := strconv.Atoi(code)
-		if err != nil {
-			return contract.Claim{}, fmt.Errorf("store: idempotency record with status %q", code)
+	case status == "DONE" && len(res) == 7:
+		f := make([]string, 6)
+		for i := range f {
+			f[i], _ = res[i+1].(string)
 		}
-		return contract.Claim{Outcome: contract.Replay,
-			Answer: contract.Answer{Status: n, ContentType: ct, Location: loc, Body: []byte(body)}}, nil
+		n, err := strconv.Atoi(f[0])
+		if err != nil {
+			return contract.Claim{}, fmt.Errorf("store: idempotency record with status %q", f[0])
+		}
+		return contract.Claim{Outcome: contract.Replay, Key: c.key, Token: f[4], Scope: scope,
+			Answer: contract.Answer{Status: n, ContentType: f[1], Location: f[2], Body: []byte(f[3]), Receipt: f[5]}}, nil
 	}
 	return contract.Claim{}, fmt.Errorf("store: unexpected idempotency reply %v", res)
 }
 
 // Record implements contract.Store.
 func (s *Store) Record(ctx context.Context, c contract.Claim, a contract.Answer) (bool, error) {
-	rc := call{key: c.Key, op: "record", token: c.Token, ms: contract.TTL.Milliseconds(), answer: a}
+	rc := call{key: c.Key, op: "record", token: c.Token, ms: contract.TTL.Milliseconds(), answer: a, extra: a.Receipt}
 	s.ledger(&rc, c.Scope)
 	res, err := s.b.Runner.Run(ctx, rc).Slice()
 	if err != nil {

@@ -282,14 +282,15 @@ func (s *Sessions) Send(ctx context.Context, uid string, ev any) error {
 	return err
 }
 
-// SendOnce implements players.Inbox.
-func (s *Sessions) SendOnce(ctx context.Context, uid string, ev any, once players.Once) (time.Time, error) {
-	_, at, err := s.cfg.Logs.SendEventOnce(ctx, uid, ev, userlog.Once{Key: once.Key, Digest: once.Digest,
+// SendOnce implements players.Inbox, with the receipt of the send
+// (userlog.Log.Receipt).
+func (s *Sessions) SendOnce(ctx context.Context, uid string, ev any, once players.Once) (players.Sent, error) {
+	sent, err := s.cfg.Logs.SendEventOnce(ctx, uid, ev, userlog.Once{Key: once.Key, Digest: once.Digest,
 		AtMs: once.At.UnixMilli(), Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept})
 	if err != nil {
-		return time.Time{}, err
+		return players.Sent{}, err
 	}
-	return time.UnixMilli(at).UTC(), nil
+	return players.Sent{TS: time.UnixMilli(sent.AtMs).UTC(), Receipt: s.cfg.Logs.Receipt(uid, sent)}, nil
 }
 
 // SendToMany implements players.Inbox: the body stored once.

@@ -823,7 +823,7 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
 	now := time.Now()
 	var short error
-	_, _, err := s.logs.SendEventOnceBy(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
+	_, err := s.logs.SendEventOnceBy(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
 		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team},
 		userlog.Once{Key: matchFoundKey(e.MatchID), Digest: "match_found", AtMs: now.UnixMilli(),
 			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept, Renew: true},

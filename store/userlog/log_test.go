@@ -47,7 +47,7 @@ func TestDroppedCountedWhenTheRunFails(t *testing.T) {
 				}
 			}
 			short := errors.New("short of replicas")
-			_, _, err = l.SendEventOnceBy(ctx, uid, players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
+			_, err = l.SendEventOnceBy(ctx, uid, players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
 				Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage("0")}}, userlog.Once{},
 				func(ctx context.Context, call redisx.Call) (any, error) {
 					reply, err := st.Base().Runner.Run(ctx, call).Result()
@@ -269,9 +269,9 @@ func TestSendEventOnce(t *testing.T) {
 			once := func(key, digest string, at int64) userlog.Once {
 				return userlog.Once{Key: key, Digest: digest, AtMs: at, Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept}
 			}
-			seq, at, err := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 1000))
-			if err != nil || seq != 1 || at != 1000 {
-				t.Fatalf("first send: seq %d at %d, %v", seq, at, err)
+			first, err := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 1000))
+			if err != nil || first.Seq != 1 || first.AtMs != 1000 || first.Tag == "" {
+				t.Fatalf("first send: %+v, %v", first, err)
 			}
 			// a known key's send writes nothing (a direct message's
 			// retry), or with Renew the key sets' expiry: a WAIT after
@@ -282,8 +282,8 @@ func TestSendEventOnce(t *testing.T) {
 				}
 				o := once("k1 alice", "d1", 1500)
 				o.Renew = renew
-				if seq, _, err := l.SendEventOnce(ctx, uid, ev(1), o); err != nil || seq != 1 {
-					t.Fatalf("the first send again (renew %v): seq %d, %v", renew, seq, err)
+				if again, err := l.SendEventOnce(ctx, uid, ev(1), o); err != nil || again != first {
+					t.Fatalf("the first send again (renew %v): %+v, %v; want the first's %+v (its tag read from its entry)", renew, again, err, first)
 				}
 				for _, key := range []string{k.Seen, k.SeenAt} {
 					if ttl := c.PTTL(ctx, key).Val(); (ttl > time.Minute) != renew {
@@ -304,13 +304,14 @@ func TestSendEventOnce(t *testing.T) {
 				{"no key", once("", "", 4000), 3, 4000, nil, 3},
 				{"no key again", once("", "", 5000), 4, 5000, nil, 4},
 			} {
-				seq, at, err := l.SendEventOnce(ctx, uid, ev(2), tc.o)
+				sent, err := l.SendEventOnce(ctx, uid, ev(2), tc.o)
+				seq, at := sent.Seq, sent.AtMs
 				if seq != tc.seq || at != tc.at || !errors.Is(err, tc.err) || c.XLen(ctx, k.Log).Val() != tc.logged {
 					t.Errorf("%s: seq %d at %d err %v, %d logged; want %d %d %v %d", tc.name, seq, at, err, c.XLen(ctx, k.Log).Val(), tc.seq, tc.at, tc.err, tc.logged)
 				}
 			}
 			for i := range rooms.MessageKeysKept + 5 {
-				if _, _, err := l.SendEventOnce(ctx, uid, ev(i), once(fmt.Sprint("m", i, " carol"), "d", time.Now().UnixMilli())); err != nil {
+				if _, err := l.SendEventOnce(ctx, uid, ev(i), once(fmt.Sprint("m", i, " carol"), "d", time.Now().UnixMilli())); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -318,19 +319,19 @@ func TestSendEventOnce(t *testing.T) {
 			if nh != rooms.MessageKeysKept || nz != rooms.MessageKeysKept {
 				t.Fatalf("keys remembered: %d and %d, want %d", nh, nz, rooms.MessageKeysKept)
 			}
-			if seq, _, _ := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 6000)); seq <= 4 {
-				t.Errorf("alice's k1, forgotten, answered seq %d: want a new send", seq)
+			if sent, _ := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 6000)); sent.Seq <= 4 {
+				t.Errorf("alice's k1, forgotten, answered seq %d: want a new send", sent.Seq)
 			}
 			// a key older than the window is forgotten, whether or not a
 			// send dropped it yet
 			key := fmt.Sprint("m", rooms.MessageKeysKept+4, " carol")
-			first, _, _ := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", 7000))
+			carols, _ := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", 7000))
 			old := float64(time.Now().Add(-rooms.MessageKeyWindow - time.Second).UnixMilli())
 			if err := c.ZAddXX(ctx, k.SeenAt, redis.Z{Score: old, Member: key}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if seq, at, err := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", 8000)); err != nil || seq <= first || at != 8000 {
-				t.Errorf("carol's newest key past the window: seq %d (its first %d) at %d, %v; want a new send", seq, first, at, err)
+			if sent, err := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", 8000)); err != nil || sent.Seq <= carols.Seq || sent.AtMs != 8000 {
+				t.Errorf("carol's newest key past the window: %+v (its first %+v), %v; want a new send", sent, carols, err)
 			}
 			for _, key := range []string{k.Seen, k.SeenAt} {
 				if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 || ttl > rooms.MessageKeyWindow {

@@ -48,6 +48,7 @@ import (
 	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -230,8 +231,29 @@ func (l *Log) Send(ctx context.Context, uid string, event []byte) (int64, error)
 }
 
 func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (int64, error) {
-	seq, _, err := l.sendOnce(ctx, uid, event, ref, Once{}, nil)
-	return seq, err
+	sent, err := l.sendOnce(ctx, uid, event, ref, Once{}, nil)
+	return sent.Seq, err
+}
+
+// Sent is where a send landed: its event's seq, the send's time (ms) and
+// its write's tag ("" for a key remembered whose entry was trimmed).
+type Sent struct {
+	Seq, AtMs int64
+	Tag       string
+}
+
+// receiptMargin is how much earlier than its TTL after a send a receipt
+// deems the log may have expired (Receipt): the send's time is its
+// instance's clock, the expiry Redis'.
+const receiptMargin = time.Minute
+
+// Receipt is the receipt of sent, a keyed send to uid (store/idempotency's
+// Receipt): its entry in uid's log, which cannot have expired for the TTL
+// after the send.
+func (l *Log) Receipt(uid string, sent Sent) string {
+	k := l.KeysOf(uid)
+	return idempotency.Receipt{Log: k.Log, Head: k.Meta, Field: "seq", Pos: sent.Seq, Tag: sent.Tag,
+		Until: time.UnixMilli(sent.AtMs).Add(l.cfg.TTL - receiptMargin)}.String()
 }
 
 // Run runs a call of the log's and returns its reply: a caller's own way
@@ -241,11 +263,11 @@ func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (i
 type Run func(ctx context.Context, c redisx.Call) (any, error)
 
 // sendOnce runs user_send, with run (nil: Runner.Run, its errors
-// redisx.Wrap'd; run's are returned as they are); returns the event's seq
-// and the send's time (ms: once.AtMs, or the first send's when once.Key
-// was known, and then the first's seq). Errors: rooms.ErrKeyReused, the
-// store's.
-func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string, once Once, run Run) (int64, int64, error) {
+// redisx.Wrap'd; run's are returned as they are); returns where it landed
+// (the send's time: once.AtMs, or the first send's when once.Key was
+// known, and then the first's seq and tag). Errors: rooms.ErrKeyReused,
+// the store's.
+func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string, once Once, run Run) (Sent, error) {
 	call := SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
 		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref, Once: once}
 	var reply any
@@ -257,24 +279,26 @@ func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string
 		reply, err = run(ctx, call)
 	}
 	res, _ := reply.([]any)
-	ok := len(res) == 4 && res[0] == "OK"
+	ok := len(res) == 5 && res[0] == "OK"
 	if ok && l.cfg.Dropped != nil {
 		if n, _ := res[2].(int64); n > 0 {
 			l.cfg.Dropped(int(n))
 		}
 	}
 	if err != nil {
-		return 0, 0, err
+		return Sent{}, err
 	}
 	if len(res) == 1 && res[0] == "KEY_REUSED" {
-		return 0, 0, rooms.ErrKeyReused
+		return Sent{}, rooms.ErrKeyReused
 	}
 	if !ok {
-		return 0, 0, fmt.Errorf("userlog: unexpected reply %v", res)
+		return Sent{}, fmt.Errorf("userlog: unexpected reply %v", res)
 	}
-	seq, _ := res[1].(int64)
-	at, _ := res[3].(int64)
-	return seq, at, nil
+	var sent Sent
+	sent.Seq, _ = res[1].(int64)
+	sent.AtMs, _ = res[3].(int64)
+	sent.Tag, _ = res[4].(string)
+	return sent, nil
 }
 
 // seqZero is how a logged event's header marshals its Seq 0: SendEvent
@@ -286,29 +310,29 @@ var seqZero = []byte(`"seq":0,`)
 // SendEvent is Send of ev, a logged event of package players marshalled
 // to JSON with its Seq 0.
 func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) {
-	seq, _, err := l.SendEventOnce(ctx, uid, ev, Once{})
-	return seq, err
+	sent, err := l.SendEventOnce(ctx, uid, ev, Once{})
+	return sent.Seq, err
 }
 
 // SendEventOnce is SendEvent once per once.Key (none: every time): when uid's inbox remembers
 // the key (once.Window, its last once.Kept keys), nothing is sent and the
-// first send's seq and time (ms) are returned, or rooms.ErrKeyReused when
-// its digest differs; else the event is sent and once.AtMs returned.
-func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) (int64, int64, error) {
+// first send's seq, time (ms) and tag are returned, or rooms.ErrKeyReused
+// when its digest differs; else the event is sent, with once.AtMs.
+func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) (Sent, error) {
 	return l.SendEventOnceBy(ctx, uid, ev, once, nil)
 }
 
 // SendEventOnceBy is SendEventOnce with run running the script's call
 // (nil: as SendEventOnce); run's errors are returned as they are. A run
 // that waits for replicas (WAIT) after the call sets once.Renew.
-func (l *Log) SendEventOnceBy(ctx context.Context, uid string, ev any, once Once, run Run) (int64, int64, error) {
+func (l *Log) SendEventOnceBy(ctx context.Context, uid string, ev any, once Once, run Run) (Sent, error) {
 	b, err := jsonout.Marshal(ev)
 	if err != nil {
-		return 0, 0, err
+		return Sent{}, err
 	}
 	i := bytes.Index(b, seqZero)
 	if i < 0 {
-		return 0, 0, fmt.Errorf("userlog: %T has no seq 0", ev)
+		return Sent{}, fmt.Errorf("userlog: %T has no seq 0", ev)
 	}
 	return l.sendOnce(ctx, uid, append(b[:i], b[i+len(seqZero):]...), "", once, run)
 }

@@ -564,7 +564,11 @@ export interface paths {
          *     503 too: the room itself remembers the keys of its messages for 10
          *     minutes (its last 1 000 keyed messages), so the same key sent again
          *     gets the first message's version (202) and sends nothing, and with
-         *     another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *     another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
+         *     that lost the message (the room's history no longer holds it at its
+         *     version) loses its key too: a retry then sends it again, at a new
+         *     version, even when the answer kept for the key survived (see the
+         *     parameter).
          *
          *     API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
          */
@@ -1227,7 +1231,8 @@ export interface paths {
          *     `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
          *     (a hash of the key and the sender), the same for every send with
          *     that key: a Redis failover that lost the first send loses its key
-         *     too, so a retry then sends the message again, as a new event (a
+         *     too, so a retry then sends the message again (even when the answer
+         *     kept for the key survived: see the parameter), as a new event (a
          *     client that received the lost one resumes with a `snapshot`, see
          *     `GET /v1/me/events`), and a client that already has that
          *     `messageId` drops it.
@@ -2799,7 +2804,13 @@ export interface components {
          *     its filters (200, `created: false`); a room message, a direct
          *     message or an invite sent again is sent once (its room, or the
          *     recipient's inbox, knows the key: see `sendMessage`,
-         *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+         *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+         *     message, direct message or invite names where it was written: a
+         *     retry whose message a Redis failover lost (the room's history, or
+         *     the recipient's log, no longer holds it there) is not replayed but
+         *     sent again (202 with its new version or `ts`, not
+         *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+         *     room closed since, is replayed. The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
          *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3014,7 +3025,13 @@ export interface operations {
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
                  *     recipient's inbox, knows the key: see `sendMessage`,
-                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+                 *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+                 *     message, direct message or invite names where it was written: a
+                 *     retry whose message a Redis failover lost (the room's history, or
+                 *     the recipient's log, no longer holds it there) is not replayed but
+                 *     sent again (202 with its new version or `ts`, not
+                 *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+                 *     room closed since, is replayed. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3637,7 +3654,13 @@ export interface operations {
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
                  *     recipient's inbox, knows the key: see `sendMessage`,
-                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+                 *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+                 *     message, direct message or invite names where it was written: a
+                 *     retry whose message a Redis failover lost (the room's history, or
+                 *     the recipient's log, no longer holds it there) is not replayed but
+                 *     sent again (202 with its new version or `ts`, not
+                 *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+                 *     room closed since, is replayed. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3765,7 +3788,13 @@ export interface operations {
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
                  *     recipient's inbox, knows the key: see `sendMessage`,
-                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+                 *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+                 *     message, direct message or invite names where it was written: a
+                 *     retry whose message a Redis failover lost (the room's history, or
+                 *     the recipient's log, no longer holds it there) is not replayed but
+                 *     sent again (202 with its new version or `ts`, not
+                 *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+                 *     room closed since, is replayed. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3905,7 +3934,13 @@ export interface operations {
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
                  *     recipient's inbox, knows the key: see `sendMessage`,
-                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+                 *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+                 *     message, direct message or invite names where it was written: a
+                 *     retry whose message a Redis failover lost (the room's history, or
+                 *     the recipient's log, no longer holds it there) is not replayed but
+                 *     sent again (202 with its new version or `ts`, not
+                 *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+                 *     room closed since, is replayed. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -4393,7 +4428,13 @@ export interface operations {
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
                  *     recipient's inbox, knows the key: see `sendMessage`,
-                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+                 *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+                 *     message, direct message or invite names where it was written: a
+                 *     retry whose message a Redis failover lost (the room's history, or
+                 *     the recipient's log, no longer holds it there) is not replayed but
+                 *     sent again (202 with its new version or `ts`, not
+                 *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+                 *     room closed since, is replayed. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -4516,7 +4557,13 @@ export interface operations {
                  *     its filters (200, `created: false`); a room message, a direct
                  *     message or an invite sent again is sent once (its room, or the
                  *     recipient's inbox, knows the key: see `sendMessage`,
-                 *     `sendDirectMessage`, `inviteToRoom`). The same key with another body or route is 422
+                 *     `sendDirectMessage`, `inviteToRoom`). The answer kept for a
+                 *     message, direct message or invite names where it was written: a
+                 *     retry whose message a Redis failover lost (the room's history, or
+                 *     the recipient's log, no longer holds it there) is not replayed but
+                 *     sent again (202 with its new version or `ts`, not
+                 *     `Idempotent-Replayed`); one trimmed from its history since, or to a
+                 *     room closed since, is replayed. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what

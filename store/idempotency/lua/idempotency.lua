@@ -7,7 +7,8 @@
 --         answers kept (zset "<record key> <token> <bytes>" → ms recorded)
 --         and their bytes in all (a string); both expire with the last
 --         answer, in the record's slot
--- ARGV[1] op: "claim", "record" or "release"  ARGV[2] the claim's token
+-- ARGV[1] op: "claim", "record", "release" or "redo"  ARGV[2] the claim's
+--         token
 -- ARGV[3] fingerprint (claim)  ARGV[4] hold (claim) or TTL (record), ms
 -- ARGV[5] code  ARGV[6] ct  ARGV[7] loc  ARGV[8] body (record)
 -- ARGV[9] claim: the latest time, in ms since the epoch, at which a claim
@@ -19,8 +20,17 @@
 --          none); a new key is refused while they hold it
 -- ARGV[11] claim: how long an answer is kept (ms), after which it leaves
 --          the budget
+-- ARGV[12] record: the receipt of the request's write ("" none: field rc),
+--          which a replay checks against its target (idempotency.go);
+--          redo: the token of the answer taken back
+-- redo is a claim (ARGV[2..11] as a claim's) of a key whose answer, the
+-- one recorded with the token ARGV[12], names a write its target lost (a
+-- failover of Redis that lost writes): that answer leaves, and the key is
+-- claimed again ({"NEW"}); a record that no longer holds that answer (a
+-- retry redid it first) is claimed as it is (its answer, IN_USE, ...)
 -- Replies: claim {"NEW"} | {"MISMATCH"} | {"IN_USE"} |
---          {"DONE", code, ct, loc, body} | {"LATE", Redis' time in ms}
+--          {"DONE", code, ct, loc, body, token, receipt} |
+--          {"LATE", Redis' time in ms}
 --          (nothing written) |
 --          {"OVER", ms until the oldest kept answer expires} (nothing
 --          written); record {"OK"} | {"LOST"} (the hold passed and another
@@ -31,13 +41,30 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-if op == 'claim' then
+-- size is what a record of an answer and its ledger entry take in Redis:
+-- the answer's bytes and 1 000 more (a reviewer's MEMORY USAGE of such
+-- records: 768 bytes for a 100-byte answer, 3 216 for 2 500, 41 616 for
+-- 40 000; a ledger entry about 200)
+local function size(ct, loc, body) return #ct + #loc + #body + 1000 end
+if op == 'redo' or op == 'claim' then
   local by = tonumber(ARGV[9]) or 0
   if by > 0 then
     local now = now_ms()
     if now > by then return {'LATE', tostring(now)} end
   end
-  local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'code', 'ct', 'loc', 'body')
+  local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'code', 'ct', 'loc', 'body', 'tk', 'rc')
+  if op == 'redo' and r[1] == ARGV[3] and r[2] == 'done' and r[7] == ARGV[12] then
+    if budget > 0 then -- the answer taken back leaves the budget
+      local n = size(r[4], r[5], r[6])
+      if redis.call('ZREM', KEYS[2], KEYS[1] .. ' ' .. r[7] .. ' ' .. n) == 1 then
+        redis.call('DECRBY', KEYS[3], n)
+      end
+    end
+    redis.call('HDEL', KEYS[1], 'code', 'ct', 'loc', 'body', 'rc')
+    redis.call('HSET', KEYS[1], 'tk', token, 'st', 'run')
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    return {'NEW'}
+  end
   if not r[1] then
     if budget > 0 then
       -- the answers kept past their TTL leave the budget
@@ -68,7 +95,7 @@ if op == 'claim' then
   end
   if r[1] ~= ARGV[3] then return {'MISMATCH'} end
   if r[2] ~= 'done' then return {'IN_USE'} end
-  return {'DONE', r[3], r[4], r[5], r[6]}
+  return {'DONE', r[3], r[4], r[5], r[6], r[7] or '', r[8] or ''}
 end
 if redis.call('HGET', KEYS[1], 'tk') ~= token then
   if op == 'record' then return {'LOST'} end
@@ -76,15 +103,12 @@ if redis.call('HGET', KEYS[1], 'tk') ~= token then
 end
 if op == 'record' then
   redis.call('HSET', KEYS[1], 'st', 'done', 'code', ARGV[5], 'ct', ARGV[6], 'loc', ARGV[7], 'body', ARGV[8])
+  if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'rc', ARGV[12]) end
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   if budget > 0 then
-    -- what the record and its ledger entry take in Redis: the answer's
-    -- bytes and 1 000 more (a reviewer's MEMORY USAGE of such records:
-    -- 768 bytes for a 100-byte answer, 3 216 for 2 500, 41 616 for
-    -- 40 000; a ledger entry about 200)
-    local size = #ARGV[6] + #ARGV[7] + #ARGV[8] + 1000
-    redis.call('ZADD', KEYS[2], now_ms(), KEYS[1] .. ' ' .. token .. ' ' .. size)
-    redis.call('INCRBY', KEYS[3], size)
+    local n = size(ARGV[6], ARGV[7], ARGV[8])
+    redis.call('ZADD', KEYS[2], now_ms(), KEYS[1] .. ' ' .. token .. ' ' .. n)
+    redis.call('INCRBY', KEYS[3], n)
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
     redis.call('PEXPIRE', KEYS[3], ARGV[4])
   end

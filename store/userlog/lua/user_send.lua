@@ -32,7 +32,10 @@
 --          the last keyed send
 -- ARGV[13] "1": a send of a remembered key renews both key sets' expiry
 --          (a write, for a WAIT after the call), "0": it writes nothing
--- Reply: {"OK", seq, dropped, ms sent} | {"KEY_REUSED"}
+-- Reply: {"OK", seq, dropped, ms sent, the tag of its write} | {"KEY_REUSED"};
+--        a remembered key's tag is its entry's ("" once trimmed): with the
+--        seq it names the write (a receipt, which a replay of the key's
+--        answer checks, store/idempotency)
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
 local key, digest, at = ARGV[8], ARGV[9], ARGV[10]
 local now, window
@@ -49,7 +52,11 @@ if key ~= '' then -- sent already, within the window (by the Redis clock): the f
       redis.call('PEXPIRE', KEYS[4], window)
       redis.call('PEXPIRE', KEYS[5], window)
     end
-    return {'OK', tonumber(s), 0, tonumber(t)}
+    local e, g = redis.call('XRANGE', log, s .. '-0', s .. '-0')[1], ''
+    for i = 1, e and #e[2] or 0, 2 do
+      if e[2][i] == 'g' then g = e[2][i + 1] end
+    end
+    return {'OK', tonumber(s), 0, tonumber(t), g}
   end
 end
 local m = redis.call('HMGET', meta, 'seq', 'tag')
@@ -100,4 +107,4 @@ if key ~= '' then
   redis.call('PEXPIRE', KEYS[4], window)
   redis.call('PEXPIRE', KEYS[5], window)
 end
-return {'OK', seq, dropped, tonumber(at)}
+return {'OK', seq, dropped, tonumber(at), ARGV[5]}

@@ -15,8 +15,11 @@
 -- K_ROOM:mkeyt (zset key -> when sent, ms), the oldest forgotten first;
 -- deleted with the room (close_room), and expiring ARGV[13] after the last
 -- keyed message whatever closes the room (a release of before them).
--- Reply: {"OK", version} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} |
---        {"TO_NOT_MEMBER", playerId} | {"KEY_REUSED"}
+-- Reply: {"OK", version, the tag of its write} | {"ROOM_NOT_FOUND"} |
+--        {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} | {"TO_NOT_MEMBER", playerId} |
+--        {"KEY_REUSED"}; a remembered key's tag is its log entry's ("" once
+--        trimmed): with the version it names the write (a receipt, which
+--        a replay of the key's answer checks, store/idempotency)
 local uid, type_json, data, mlen = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local key, digest = ARGV[11], ARGV[12]
 local K_MKEYS, K_MKEYT = K_ROOM .. ':mkeys', K_ROOM .. ':mkeyt'
@@ -30,7 +33,11 @@ if key ~= '' then -- sent already, within the window: its version, whatever happ
   if seen and sent and tonumber(sent) > now - tonumber(ARGV[13]) then
     local v, d = string.match(seen, '^(%d+) (%S+)$')
     if d ~= digest then return {'KEY_REUSED'} end
-    return {'OK', tonumber(v)}
+    local e, g = redis.call('XRANGE', K_LOG, v .. '-0', v .. '-0')[1], ''
+    for i = 1, e and #e[2] or 0, 2 do
+      if e[2][i] == 'g' then g = e[2][i + 1] end
+    end
+    return {'OK', tonumber(v), g}
   end
 end
 local pid = '0'
@@ -64,4 +71,4 @@ if key ~= '' then
   redis.call('PEXPIRE', K_MKEYS, ARGV[13])
   redis.call('PEXPIRE', K_MKEYT, ARGV[13])
 end
-return {'OK', v}
+return {'OK', v, tag}
