@@ -10,6 +10,7 @@ import (
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/userlog"
 )
@@ -324,15 +325,32 @@ func TestDirectSentTSIsTheEvents(t *testing.T) {
 	}
 }
 
-// A message or an invite sent with an Idempotency-Key carries messageId,
-// the same for every send of that key and sender (a hash of both), so
-// that a client drops a retry that a Redis failover made a new event;
-// one sent without a key carries none.
+// A message, direct message or invite sent with an Idempotency-Key
+// carries messageId, the same for every send of that key and sender (a
+// hash of both), so that a client drops a retry that a Redis failover
+// made a new event; one sent without a key carries none. A room message's
+// is in its event and its history.
 func TestKeyedMessagesCarryAMessageID(t *testing.T) {
 	e := newEnv(t, redistestEmbedded, true)
 	alice, aliceID := e.guest("alice")
 	bob, bobID := e.guest("bob")
 	room := e.create(alice, map[string]any{"name": "den", "mode": "m", "region": "eu"})
+	path := "/v1/rooms/" + room["id"].(string)
+	live := e.open(path+"/events", "Authorization", "Bearer "+alice)
+	for live.next().event != "snapshot" {
+	}
+	want(t, e.do("POST", path+"/messages", alice, map[string]any{"type": "chat", "data": 1}, "Idempotency-Key", "r1"), 202, "")
+	want(t, e.do("POST", path+"/messages", alice, map[string]any{"type": "chat", "data": 2}), 202, "")
+	history := e.do("GET", path+"/messages", alice, nil)
+	ms := history.body["messages"].([]any) // newest first
+	for i, id := range []any{rooms.MessageID("r1", aliceID), nil} {
+		if f := live.next(); f.event != "message" || f.data["message"].(map[string]any)["messageId"] != id {
+			t.Errorf("room message event %d: %s %v, want messageId %v", i, f.event, f.data, id)
+		}
+		if got := ms[1-i].(map[string]any)["messageId"]; got != id {
+			t.Errorf("room message %d in the history: messageId %v, want %v", i, got, id)
+		}
+	}
 	for _, r := range []resp{
 		e.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": 1}, "Idempotency-Key", "k1"),
 		e.do("POST", "/v1/rooms/"+room["id"].(string)+"/invites", alice, map[string]any{"userId": bobID}, "Idempotency-Key", "k2"),
@@ -344,12 +362,12 @@ func TestKeyedMessagesCarryAMessageID(t *testing.T) {
 	if len(evs) != 3 {
 		t.Fatalf("%d events, want two messages and the invite", len(evs))
 	}
-	for i, id := range []any{players.MessageID("k1", aliceID), players.MessageID("k2", aliceID), nil} {
+	for i, id := range []any{rooms.MessageID("k1", aliceID), rooms.MessageID("k2", aliceID), nil} {
 		if got := evs[i].data["messageId"]; got != id {
 			t.Errorf("%s: messageId %v, want %v", evs[i].event, got, id)
 		}
 	}
-	if players.MessageID("k1", aliceID) == players.MessageID("k1", bobID) || len(players.MessageID("k1", aliceID)) != 32 {
-		t.Errorf("MessageID: one key of two senders %q, %q", players.MessageID("k1", aliceID), players.MessageID("k1", bobID))
+	if rooms.MessageID("k1", aliceID) == rooms.MessageID("k1", bobID) || len(rooms.MessageID("k1", aliceID)) != 32 {
+		t.Errorf("MessageID: one key of two senders %q, %q", rooms.MessageID("k1", aliceID), rooms.MessageID("k1", bobID))
 	}
 }

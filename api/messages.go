@@ -40,6 +40,9 @@ func (s *Server) ListMessages(w http.ResponseWriter, r *http.Request, roomID oap
 		if len(m.To) > 0 {
 			out.Messages[i].To = &m.To
 		}
+		if m.MessageID != "" {
+			out.Messages[i].MessageId = &m.MessageID
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -2,8 +2,6 @@ package players
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"time"
@@ -38,22 +36,6 @@ type Once struct {
 	Key, Digest string
 	// At is when this send was made, the answer's time.
 	At time.Time
-}
-
-// MessageID is the messageId of a message or an invite sent with the
-// Idempotency-Key key by the user sender (the API key's user id for the
-// server): the same for every send of that key and sender, whatever
-// history of the recipient's log holds it. Inbox.SendOnce sends once per
-// key while the recipient's inbox remembers it; a failover of Redis that
-// lost the first send (and the key with it) lets a retry send it again,
-// as a new event (another id), which the client tells by this id. A hash,
-// so that the recipient does not learn the sender's key.
-func MessageID(key, sender string) string {
-	h := sha256.New()
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(sender))
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Direct sends direct messages and invites.
@@ -144,7 +126,7 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 	if p.Key == "" {
 		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
 	}
-	ev.MessageID = MessageID(p.Key, u.ID)
+	ev.MessageID = rooms.MessageID(p.Key, u.ID)
 	return d.inbox.SendOnce(ctx, to, ev, Once{Key: p.Key + " " + u.ID, Digest: rooms.MessageDigest(p.Type, data, nil), At: now})
 }
 
@@ -185,7 +167,7 @@ func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to, key string) (
 	if key == "" {
 		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
 	}
-	ev.MessageID = MessageID(key, u.ID)
+	ev.MessageID = rooms.MessageID(key, u.ID)
 	return d.inbox.SendOnce(ctx, to, ev, Once{Key: key + " " + u.ID, Digest: rooms.MessageDigest(EventInvite, []byte(r.ID), nil), At: now})
 }
 

@@ -43,6 +43,9 @@ type Message struct {
 	Data    json.RawMessage `json:"data"`
 	To      []int           `json:"to,omitempty"`
 	TS      time.Time       `json:"ts"`
+	// MessageID: of a message sent with an Idempotency-Key, MessageID's
+	// ("": none).
+	MessageID string `json:"messageId,omitempty"`
 	// Key, when sending, is the sender's Idempotency-Key ("": none): the
 	// room remembers it for MessageKeyWindow (its last MessageKeysKept
 	// keyed messages), and the same sender sending with it again sends
@@ -64,6 +67,23 @@ func MessageDigest(typ string, data []byte, to []int) string {
 		h.Write([]byte{0})
 		h.Write(strconv.AppendInt(nil, int64(p), 10))
 	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// MessageID is the messageId of a room message, direct message or
+// invite sent with the Idempotency-Key key by the user sender (the API
+// key's user id for the server): the same for every send of that key and
+// sender, whatever history holds it. The room (the recipient's inbox)
+// sends once per key while it remembers the key; a failover of Redis
+// that lost the first send (and the key with it) lets a retry send it
+// again, as a new event (another version or seq), which a client that
+// received the lost one tells by this id. A hash, so that the recipients
+// do not learn the sender's key.
+func MessageID(key, sender string) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(sender))
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 

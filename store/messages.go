@@ -27,6 +27,7 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	if m.Key != "" {
 		// a key is visible ASCII, without spaces: the first space ends it
 		call.Key, call.Digest = m.Key+" "+u.ID, rooms.MessageDigest(m.Type, call.Data, m.To)
+		call.MessageID = rooms.MessageID(m.Key, u.ID)
 	}
 	rest, err := s.result(ctx, call)
 	if err != nil {
@@ -73,16 +74,11 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 	return int(layout.ToInt64(rest[0])), out, nil
 }
 
-// messageEvent is the logged form of a message event.
+// messageEvent is the logged form of a message event, its ts parsed.
 type messageEvent struct {
-	Version int64     `json:"version"`
-	TS      time.Time `json:"ts"`
-	Message struct {
-		From int             `json:"from"`
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-		To   []int           `json:"to"`
-	} `json:"message"`
+	Version int64                  `json:"version"`
+	TS      time.Time              `json:"ts"`
+	Message rooms.MessageEventBody `json:"message"`
 }
 
 func decodeMessage(data string) (rooms.Message, error) {
@@ -91,5 +87,5 @@ func decodeMessage(data string) (rooms.Message, error) {
 		return rooms.Message{}, err
 	}
 	return rooms.Message{Version: e.Version, From: e.Message.From, Type: e.Message.Type,
-		Data: e.Message.Data, To: e.Message.To, TS: e.TS}, nil
+		Data: e.Message.Data, To: e.Message.To, TS: e.TS, MessageID: e.Message.MessageID}, nil
 }

@@ -43,7 +43,7 @@ func TestPersonalLogAcrossAFailover(t *testing.T) {
 		if key == "" {
 			return s.Sessions().Send(ctx, uid, ev)
 		}
-		ev.MessageID = players.MessageID(key, "bob")
+		ev.MessageID = rooms.MessageID(key, "bob")
 		_, err := s.Sessions().SendOnce(ctx, uid, ev, players.Once{Key: key + " bob", Digest: rooms.MessageDigest("chat", ev.Message.Data, nil), At: now})
 		return err
 	}

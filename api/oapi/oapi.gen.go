@@ -544,11 +544,14 @@ type Message struct {
 	Data json.RawMessage `json:"data"`
 
 	// From The sender's playerId.
-	From    int       `json:"from"`
-	To      *[]int    `json:"to,omitempty"`
-	Ts      time.Time `json:"ts"`
-	Type    string    `json:"type"`
-	Version int64     `json:"version"`
+	From int `json:"from"`
+
+	// MessageId Present when the sender gave an `Idempotency-Key`, as in the `message` event (which see).
+	MessageId *string   `json:"messageId,omitempty"`
+	To        *[]int    `json:"to,omitempty"`
+	Ts        time.Time `json:"ts"`
+	Type      string    `json:"type"`
+	Version   int64     `json:"version"`
 }
 
 // MessageList defines model for MessageList.

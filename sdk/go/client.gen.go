@@ -549,11 +549,14 @@ type Message struct {
 	Data json.RawMessage `json:"data"`
 
 	// From The sender's playerId.
-	From    int       `json:"from"`
-	To      *[]int    `json:"to,omitempty"`
-	Ts      time.Time `json:"ts"`
-	Type    string    `json:"type"`
-	Version int64     `json:"version"`
+	From int `json:"from"`
+
+	// MessageId Present when the sender gave an `Idempotency-Key`, as in the `message` event (which see).
+	MessageId *string   `json:"messageId,omitempty"`
+	To        *[]int    `json:"to,omitempty"`
+	Ts        time.Time `json:"ts"`
+	Type      string    `json:"type"`
+	Version   int64     `json:"version"`
 }
 
 // MessageList defines model for MessageList.
@@ -2862,7 +2865,7 @@ type ClientInterface interface {
 	// | player_left | `playerId`, `reason`: left, kicked, disconnected |
 	// | player_connected, player_disconnected | `playerId` |
 	// | room_updated | `changes` {field: new value}, including `ownerPlayerId` |
-	// | message | `message` {from, type, data, to?} |
+	// | message | `message` {from, type, data, to?, messageId?}: `messageId` when sent with an `Idempotency-Key` (see `sendMessage`) |
 	// | room_closed | `reason`: closed (the owner deleted it), empty (the last player left), expired (no mutation and no connected player for `REALSYNC_ROOM_IDLE_TIMEOUT`, or older than `REALSYNC_ROOM_MAX_LIFETIME`), finished (`REALSYNC_FINISHED_RETENTION` after it finished); then the stream ends |
 	//
 	// Within one history a stream never skips, repeats or reorders an
@@ -3043,11 +3046,15 @@ type ClientInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-	// that lost the message (the room's history no longer holds it at its
-	// version) loses its key too: a retry then sends it again, at a new
-	// version, even when the answer kept for the key survived (see the
-	// parameter).
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+	// carries a `messageId` (a hash of the key and the sender), the same
+	// for every send with that key: a Redis failover that lost the
+	// message (the room's history no longer holds it at its version)
+	// loses its key too, so a retry then sends it again at a new version,
+	// even when the answer kept for the key survived (see the parameter),
+	// and a client that received the lost one (its stream resumes with a
+	// `snapshot`, `resync: true`) and then gets that `messageId` again
+	// drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -3066,11 +3073,15 @@ type ClientInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-	// that lost the message (the room's history no longer holds it at its
-	// version) loses its key too: a retry then sends it again, at a new
-	// version, even when the answer kept for the key survived (see the
-	// parameter).
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+	// carries a `messageId` (a hash of the key and the sender), the same
+	// for every send with that key: a Redis failover that lost the
+	// message (the room's history no longer holds it at its version)
+	// loses its key too, so a retry then sends it again at a new version,
+	// even when the answer kept for the key survived (see the parameter),
+	// and a client that received the lost one (its stream resumes with a
+	// `snapshot`, `resync: true`) and then gets that `messageId` again
+	// drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -4839,7 +4850,7 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // | player_left | `playerId`, `reason`: left, kicked, disconnected |
 // | player_connected, player_disconnected | `playerId` |
 // | room_updated | `changes` {field: new value}, including `ownerPlayerId` |
-// | message | `message` {from, type, data, to?} |
+// | message | `message` {from, type, data, to?, messageId?}: `messageId` when sent with an `Idempotency-Key` (see `sendMessage`) |
 // | room_closed | `reason`: closed (the owner deleted it), empty (the last player left), expired (no mutation and no connected player for `REALSYNC_ROOM_IDLE_TIMEOUT`, or older than `REALSYNC_ROOM_MAX_LIFETIME`), finished (`REALSYNC_FINISHED_RETENTION` after it finished); then the stream ends |
 //
 // Within one history a stream never skips, repeats or reorders an
@@ -5080,11 +5091,15 @@ func (c *APIClient) ListMessages(ctx context.Context, roomId RoomId, params *Lis
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-// that lost the message (the room's history no longer holds it at its
-// version) loses its key too: a retry then sends it again, at a new
-// version, even when the answer kept for the key survived (see the
-// parameter).
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+// carries a `messageId` (a hash of the key and the sender), the same
+// for every send with that key: a Redis failover that lost the
+// message (the room's history no longer holds it at its version)
+// loses its key too, so a retry then sends it again at a new version,
+// even when the answer kept for the key survived (see the parameter),
+// and a client that received the lost one (its stream resumes with a
+// `snapshot`, `resync: true`) and then gets that `messageId` again
+// drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -5113,11 +5128,15 @@ func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, para
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-// that lost the message (the room's history no longer holds it at its
-// version) loses its key too: a retry then sends it again, at a new
-// version, even when the answer kept for the key survived (see the
-// parameter).
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+// carries a `messageId` (a hash of the key and the sender), the same
+// for every send with that key: a Redis failover that lost the
+// message (the room's history no longer holds it at its version)
+// loses its key too, so a retry then sends it again at a new version,
+// even when the answer kept for the key survived (see the parameter),
+// and a client that received the lost one (its stream resumes with a
+// `snapshot`, `resync: true`) and then gets that `messageId` again
+// drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -8706,7 +8725,7 @@ type ClientWithResponsesInterface interface {
 	// | player_left | `playerId`, `reason`: left, kicked, disconnected |
 	// | player_connected, player_disconnected | `playerId` |
 	// | room_updated | `changes` {field: new value}, including `ownerPlayerId` |
-	// | message | `message` {from, type, data, to?} |
+	// | message | `message` {from, type, data, to?, messageId?}: `messageId` when sent with an `Idempotency-Key` (see `sendMessage`) |
 	// | room_closed | `reason`: closed (the owner deleted it), empty (the last player left), expired (no mutation and no connected player for `REALSYNC_ROOM_IDLE_TIMEOUT`, or older than `REALSYNC_ROOM_MAX_LIFETIME`), finished (`REALSYNC_FINISHED_RETENTION` after it finished); then the stream ends |
 	//
 	// Within one history a stream never skips, repeats or reorders an
@@ -8895,11 +8914,15 @@ type ClientWithResponsesInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-	// that lost the message (the room's history no longer holds it at its
-	// version) loses its key too: a retry then sends it again, at a new
-	// version, even when the answer kept for the key survived (see the
-	// parameter).
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+	// carries a `messageId` (a hash of the key and the sender), the same
+	// for every send with that key: a Redis failover that lost the
+	// message (the room's history no longer holds it at its version)
+	// loses its key too, so a retry then sends it again at a new version,
+	// even when the answer kept for the key survived (see the parameter),
+	// and a client that received the lost one (its stream resumes with a
+	// `snapshot`, `resync: true`) and then gets that `messageId` again
+	// drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -8918,11 +8941,15 @@ type ClientWithResponsesInterface interface {
 	// 503 too: the room itself remembers the keys of its messages for 10
 	// minutes (its last 1 000 keyed messages), so the same key sent again
 	// gets the first message's version (202) and sends nothing, and with
-	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-	// that lost the message (the room's history no longer holds it at its
-	// version) loses its key too: a retry then sends it again, at a new
-	// version, even when the answer kept for the key survived (see the
-	// parameter).
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+	// carries a `messageId` (a hash of the key and the sender), the same
+	// for every send with that key: a Redis failover that lost the
+	// message (the room's history no longer holds it at its version)
+	// loses its key too, so a retry then sends it again at a new version,
+	// even when the answer kept for the key survived (see the parameter),
+	// and a client that received the lost one (its stream resumes with a
+	// `snapshot`, `resync: true`) and then gets that `messageId` again
+	// drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -15509,7 +15536,7 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // | player_left | `playerId`, `reason`: left, kicked, disconnected |
 // | player_connected, player_disconnected | `playerId` |
 // | room_updated | `changes` {field: new value}, including `ownerPlayerId` |
-// | message | `message` {from, type, data, to?} |
+// | message | `message` {from, type, data, to?, messageId?}: `messageId` when sent with an `Idempotency-Key` (see `sendMessage`) |
 // | room_closed | `reason`: closed (the owner deleted it), empty (the last player left), expired (no mutation and no connected player for `REALSYNC_ROOM_IDLE_TIMEOUT`, or older than `REALSYNC_ROOM_MAX_LIFETIME`), finished (`REALSYNC_FINISHED_RETENTION` after it finished); then the stream ends |
 //
 // Within one history a stream never skips, repeats or reorders an
@@ -15734,11 +15761,15 @@ func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, room
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-// that lost the message (the room's history no longer holds it at its
-// version) loses its key too: a retry then sends it again, at a new
-// version, even when the answer kept for the key survived (see the
-// parameter).
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+// carries a `messageId` (a hash of the key and the sender), the same
+// for every send with that key: a Redis failover that lost the
+// message (the room's history no longer holds it at its version)
+// loses its key too, so a retry then sends it again at a new version,
+// even when the answer kept for the key survived (see the parameter),
+// and a client that received the lost one (its stream resumes with a
+// `snapshot`, `resync: true`) and then gets that `messageId` again
+// drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -15763,11 +15794,15 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // 503 too: the room itself remembers the keys of its messages for 10
 // minutes (its last 1 000 keyed messages), so the same key sent again
 // gets the first message's version (202) and sends nothing, and with
-// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-// that lost the message (the room's history no longer holds it at its
-// version) loses its key too: a retry then sends it again, at a new
-// version, even when the answer kept for the key survived (see the
-// parameter).
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+// carries a `messageId` (a hash of the key and the sender), the same
+// for every send with that key: a Redis failover that lost the
+// message (the room's history no longer holds it at its version)
+// loses its key too, so a retry then sends it again at a new version,
+// even when the answer kept for the key survived (see the parameter),
+// and a client that received the lost one (its stream resumes with a
+// `snapshot`, `resync: true`) and then gets that `messageId` again
+// drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //

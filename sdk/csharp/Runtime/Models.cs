@@ -386,12 +386,16 @@ namespace RealSync
         public List<int> To;
         /// <summary>When it was sent (history only).</summary>
         public DateTime Ts;
+        /// <summary>Of a message sent with an Idempotency-Key, the same for every send of that key and
+        /// sender (null without one): a message sent again after a failover of Redis that lost the first
+        /// comes at a new version with the same MessageId; drop one whose MessageId you have already.</summary>
+        public string MessageId;
 
         /// <summary>FromJson reads a Message.</summary>
         public static Message FromJson(JsonObject o)
         {
             if (o == null) return null;
-            var m = new Message { Version = o.Long("version"), From = o.Int("from"), Type = o.String("type"), Data = o.Get("data"), Ts = o.Time("ts") };
+            var m = new Message { Version = o.Long("version"), From = o.Int("from"), Type = o.String("type"), Data = o.Get("data"), Ts = o.Time("ts"), MessageId = o.String("messageId") };
             var to = o.Array("to");
             if (to != null)
             {

@@ -1172,7 +1172,9 @@ static class Tests
         var k1 = await alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = "once" }, "msg-k1");
         Check.Eq(k1, await alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = "once" }, "msg-k1"), "the same key, the first version");
         await Check.Throws(422, "IDEMPOTENCY_KEY_REUSED", () => alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = "twice" }, "msg-k1"), "the key, another message");
-        Check.Eq(3, (await alice.MessagesAsync(id, limit: 10)).Count, "sent once");
+        var sent = await alice.MessagesAsync(id, limit: 10);
+        Check.Eq(3, sent.Count, "sent once");
+        Check.True(sent[0].MessageId != null && sent[0].MessageId.Length == 32 && sent[1].MessageId == null, "a keyed message's MessageId, none without a key");
         var keyed = NewRoom(Unique("k"));
         var r1 = await alice.CreateRoomAsync(keyed, "create-k1");
         Check.Eq(r1.Room.Id, (await alice.CreateRoomAsync(keyed, "create-k1")).Room.Id, "a create sent again: the first room");

@@ -459,7 +459,7 @@ export interface paths {
          *     | player_left | `playerId`, `reason`: left, kicked, disconnected |
          *     | player_connected, player_disconnected | `playerId` |
          *     | room_updated | `changes` {field: new value}, including `ownerPlayerId` |
-         *     | message | `message` {from, type, data, to?} |
+         *     | message | `message` {from, type, data, to?, messageId?}: `messageId` when sent with an `Idempotency-Key` (see `sendMessage`) |
          *     | room_closed | `reason`: closed (the owner deleted it), empty (the last player left), expired (no mutation and no connected player for `REALSYNC_ROOM_IDLE_TIMEOUT`, or older than `REALSYNC_ROOM_MAX_LIFETIME`), finished (`REALSYNC_FINISHED_RETENTION` after it finished); then the stream ends |
          *
          *     Within one history a stream never skips, repeats or reorders an
@@ -564,11 +564,15 @@ export interface paths {
          *     503 too: the room itself remembers the keys of its messages for 10
          *     minutes (its last 1 000 keyed messages), so the same key sent again
          *     gets the first message's version (202) and sends nothing, and with
-         *     another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A Redis failover
-         *     that lost the message (the room's history no longer holds it at its
-         *     version) loses its key too: a retry then sends it again, at a new
-         *     version, even when the answer kept for the key survived (see the
-         *     parameter).
+         *     another message it is 422 `IDEMPOTENCY_KEY_REUSED`. A keyed message
+         *     carries a `messageId` (a hash of the key and the sender), the same
+         *     for every send with that key: a Redis failover that lost the
+         *     message (the room's history no longer holds it at its version)
+         *     loses its key too, so a retry then sends it again at a new version,
+         *     even when the answer kept for the key survived (see the parameter),
+         *     and a client that received the lost one (its stream resumes with a
+         *     `snapshot`, `resync: true`) and then gets that `messageId` again
+         *     drops it.
          *
          *     API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
          */
@@ -1740,6 +1744,8 @@ export interface components {
             to?: number[];
             /** Format: date-time */
             ts: string;
+            /** @description Present when the sender gave an `Idempotency-Key`, as in the `message` event (which see). */
+            messageId?: string;
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
@@ -2158,6 +2164,8 @@ export interface components {
             data: unknown;
             /** @description Only these players (and the sender) get the message. */
             to?: number[];
+            /** @description Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A message retried after a failover of Redis that lost the first is sent again at a new version with the same messageId: a client that already has that messageId (it received the lost one, before its snapshot with resync) drops it. */
+            messageId?: string;
         };
         RoomClosedEvent: {
             /**

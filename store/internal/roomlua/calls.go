@@ -225,19 +225,19 @@ const MessageLogLen = rooms.MessageHistoryMin
 // (TypeJSON, as a JSON string) with Data to the players To (none: all);
 // once per Key ("<Idempotency-Key> <userId>", "" none) within the keys'
 // window, a message whose Digest differs from the key's first being
-// refused.
+// refused; a keyed message carries MessageID (rooms.MessageID).
 type MessageSendCall struct {
 	Scope
-	Caller, TypeJSON string
-	Data             []byte
-	To               []int
-	Key, Digest      string
+	Caller, TypeJSON       string
+	Data                   []byte
+	To                     []int
+	Key, Digest, MessageID string
 }
 
 func (MessageSendCall) Script() *redisx.Script { return messageSend }
 func (c MessageSendCall) KeysArgs() ([]string, []any) {
 	args := []any{c.Caller, c.TypeJSON, c.Data, MessageLogLen, c.Key, c.Digest,
-		rooms.MessageKeyWindow.Milliseconds(), rooms.MessageKeysKept}
+		rooms.MessageKeyWindow.Milliseconds(), rooms.MessageKeysKept, c.MessageID}
 	for _, to := range c.To {
 		args = append(args, to)
 	}

@@ -38,7 +38,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		StreamCloseCall{scope, 1, "s1", 1000, 0},
 		SweepCall{indexed, 1000},
 		ReserveSeatsCall{indexed, "u1", 15000, 4, "b", []string{"u2", "u3"}},
-		MessageSendCall{scope, "u1", `"chat"`, []byte(`{}`), []int{2}, "k1 u1", "d1"},
+		MessageSendCall{scope, "u1", `"chat"`, []byte(`{}`), []int{2}, "k1 u1", "d1", "0123456789abcdef0123456789abcdef"},
 		LifecycleCall{indexed, [4]int64{60000, 0, 0, 60000}},
 		RoomRepairCall{indexed},
 		MessageListCall{Room: "r", Users: "u", Messages: "m", Caller: "u1", End: "+", Count: 10},

@@ -8,7 +8,8 @@
 -- ARGV[10] message log MAXLEN ~
 -- ARGV[11] key: "<Idempotency-Key> <userId>" ("" none)  ARGV[12] the message's digest
 -- ARGV[13] how long the room remembers a key (ms)  ARGV[14] the most keys it remembers
--- ARGV[15..] recipient playerIds (none = all)
+-- ARGV[15] the message's messageId ("" none: a message without a key)
+-- ARGV[16..] recipient playerIds (none = all)
 -- A message sent with a key the room remembers is not sent again: the
 -- reply is the first one's version, or KEY_REUSED when its digest differs.
 -- The keys: K_ROOM:mkeys (hash key -> "<version> <digest>") and
@@ -48,12 +49,13 @@ end
 if r[3] == 'finished' then return {'ROOM_FINISHED'} end
 know(r[2], r[4], r[5], r[6])
 local to = {}
-for i = 15, #ARGV do
+for i = 16, #ARGV do
   if redis.call('HEXISTS', K_PLAYERS, ARGV[i]) == 0 then return {'TO_NOT_MEMBER', ARGV[i]} end
   to[#to + 1] = ARGV[i]
 end
 local body = ',"message":{"from":' .. pid .. ',"type":' .. type_json .. ',"data":' .. data
 if #to > 0 then body = body .. ',"to":[' .. table.concat(to, ',') .. ']' end
+if ARGV[15] ~= '' then body = body .. ',"messageId":"' .. ARGV[15] .. '"' end
 local v, ev = emit('message', body .. '}')
 redis.call('XADD', K_MESSAGES, 'MAXLEN', '~', mlen, v .. '-0', 'd', ev)
 if key ~= '' then
