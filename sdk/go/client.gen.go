@@ -2773,7 +2773,7 @@ type ClientInterface interface {
 	// the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 	// finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 	// and deleting still work. `maxPlayers` below the current
-	// player count is 422. Making a room private gives it a new invite
+	// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 	// code; making it public revokes the code. Only fields whose value
 	// really changes are applied and reported in the `room_updated` event;
 	// a patch that changes nothing emits nothing and returns the room.
@@ -2793,7 +2793,7 @@ type ClientInterface interface {
 	// the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 	// finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 	// and deleting still work. `maxPlayers` below the current
-	// player count is 422. Making a room private gives it a new invite
+	// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 	// code; making it public revokes the code. Only fields whose value
 	// really changes are applied and reported in the `room_updated` event;
 	// a patch that changes nothing emits nothing and returns the room.
@@ -2813,7 +2813,7 @@ type ClientInterface interface {
 	// the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 	// finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 	// and deleting still work. `maxPlayers` below the current
-	// player count is 422. Making a room private gives it a new invite
+	// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 	// code; making it public revokes the code. Only fields whose value
 	// really changes are applied and reported in the `room_updated` event;
 	// a patch that changes nothing emits nothing and returns the room.
@@ -3109,8 +3109,11 @@ type ClientInterface interface {
 	// counts toward `maxPlayers` for everyone else (joins are 409
 	// `ROOM_FULL` once every seat is taken or held; the lobby and
 	// quick-join pass the room over), and only its user may take it: by
-	// id, even in a private room (no invite code needed). A member already
-	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// id, even in a private room (no invite code needed), and, as every
+	// join, not while the room is locked: seats held in a locked room
+	// wait for the owner to unlock it (randoms then find them taken),
+	// or lapse. A member already in is skipped; a user who holds a seat
+	// gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired` (also sent when the
@@ -3137,8 +3140,11 @@ type ClientInterface interface {
 	// counts toward `maxPlayers` for everyone else (joins are 409
 	// `ROOM_FULL` once every seat is taken or held; the lobby and
 	// quick-join pass the room over), and only its user may take it: by
-	// id, even in a private room (no invite code needed). A member already
-	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// id, even in a private room (no invite code needed), and, as every
+	// join, not while the room is locked: seats held in a locked room
+	// wait for the owner to unlock it (randoms then find them taken),
+	// or lapse. A member already in is skipped; a user who holds a seat
+	// gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired` (also sent when the
@@ -4727,7 +4733,7 @@ func (c *APIClient) GetRoom(ctx context.Context, roomId RoomId, reqEditors ...Re
 // the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 // finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 // and deleting still work. `maxPlayers` below the current
-// player count is 422. Making a room private gives it a new invite
+// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 // code; making it public revokes the code. Only fields whose value
 // really changes are applied and reported in the `room_updated` event;
 // a patch that changes nothing emits nothing and returns the room.
@@ -4757,7 +4763,7 @@ func (c *APIClient) UpdateRoomWithBody(ctx context.Context, roomId RoomId, conte
 // the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 // finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 // and deleting still work. `maxPlayers` below the current
-// player count is 422. Making a room private gives it a new invite
+// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 // code; making it public revokes the code. Only fields whose value
 // really changes are applied and reported in the `room_updated` event;
 // a patch that changes nothing emits nothing and returns the room.
@@ -4787,7 +4793,7 @@ func (c *APIClient) UpdateRoom(ctx context.Context, roomId RoomId, body UpdateRo
 // the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 // finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 // and deleting still work. `maxPlayers` below the current
-// player count is 422. Making a room private gives it a new invite
+// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 // code; making it public revokes the code. Only fields whose value
 // really changes are applied and reported in the `room_updated` event;
 // a patch that changes nothing emits nothing and returns the room.
@@ -5184,8 +5190,11 @@ func (c *APIClient) KickPlayer(ctx context.Context, roomId RoomId, playerId stri
 // counts toward `maxPlayers` for everyone else (joins are 409
 // `ROOM_FULL` once every seat is taken or held; the lobby and
 // quick-join pass the room over), and only its user may take it: by
-// id, even in a private room (no invite code needed). A member already
-// in is skipped; a user who holds a seat gets the new expiry. Emits
+// id, even in a private room (no invite code needed), and, as every
+// join, not while the room is locked: seats held in a locked room
+// wait for the owner to unlock it (randoms then find them taken),
+// or lapse. A member already in is skipped; a user who holds a seat
+// gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired` (also sent when the
@@ -5222,8 +5231,11 @@ func (c *APIClient) ReserveSeatsWithBody(ctx context.Context, roomId RoomId, con
 // counts toward `maxPlayers` for everyone else (joins are 409
 // `ROOM_FULL` once every seat is taken or held; the lobby and
 // quick-join pass the room over), and only its user may take it: by
-// id, even in a private room (no invite code needed). A member already
-// in is skipped; a user who holds a seat gets the new expiry. Emits
+// id, even in a private room (no invite code needed), and, as every
+// join, not while the room is locked: seats held in a locked room
+// wait for the owner to unlock it (randoms then find them taken),
+// or lapse. A member already in is skipped; a user who holds a seat
+// gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired` (also sent when the
@@ -8633,7 +8645,7 @@ type ClientWithResponsesInterface interface {
 	// the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 	// finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 	// and deleting still work. `maxPlayers` below the current
-	// player count is 422. Making a room private gives it a new invite
+	// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 	// code; making it public revokes the code. Only fields whose value
 	// really changes are applied and reported in the `room_updated` event;
 	// a patch that changes nothing emits nothing and returns the room.
@@ -8653,7 +8665,7 @@ type ClientWithResponsesInterface interface {
 	// the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 	// finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 	// and deleting still work. `maxPlayers` below the current
-	// player count is 422. Making a room private gives it a new invite
+	// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 	// code; making it public revokes the code. Only fields whose value
 	// really changes are applied and reported in the `room_updated` event;
 	// a patch that changes nothing emits nothing and returns the room.
@@ -8673,7 +8685,7 @@ type ClientWithResponsesInterface interface {
 	// the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 	// finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 	// and deleting still work. `maxPlayers` below the current
-	// player count is 422. Making a room private gives it a new invite
+	// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 	// code; making it public revokes the code. Only fields whose value
 	// really changes are applied and reported in the `room_updated` event;
 	// a patch that changes nothing emits nothing and returns the room.
@@ -8979,8 +8991,11 @@ type ClientWithResponsesInterface interface {
 	// counts toward `maxPlayers` for everyone else (joins are 409
 	// `ROOM_FULL` once every seat is taken or held; the lobby and
 	// quick-join pass the room over), and only its user may take it: by
-	// id, even in a private room (no invite code needed). A member already
-	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// id, even in a private room (no invite code needed), and, as every
+	// join, not while the room is locked: seats held in a locked room
+	// wait for the owner to unlock it (randoms then find them taken),
+	// or lapse. A member already in is skipped; a user who holds a seat
+	// gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired` (also sent when the
@@ -9007,8 +9022,11 @@ type ClientWithResponsesInterface interface {
 	// counts toward `maxPlayers` for everyone else (joins are 409
 	// `ROOM_FULL` once every seat is taken or held; the lobby and
 	// quick-join pass the room over), and only its user may take it: by
-	// id, even in a private room (no invite code needed). A member already
-	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// id, even in a private room (no invite code needed), and, as every
+	// join, not while the room is locked: seats held in a locked room
+	// wait for the owner to unlock it (randoms then find them taken),
+	// or lapse. A member already in is skipped; a user who holds a seat
+	// gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired` (also sent when the
@@ -15425,7 +15443,7 @@ func (c *ClientWithResponses) GetRoomWithResponse(ctx context.Context, roomId Ro
 // the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 // finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 // and deleting still work. `maxPlayers` below the current
-// player count is 422. Making a room private gives it a new invite
+// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 // code; making it public revokes the code. Only fields whose value
 // really changes are applied and reported in the `room_updated` event;
 // a patch that changes nothing emits nothing and returns the room.
@@ -15451,7 +15469,7 @@ func (c *ClientWithResponses) UpdateRoomWithBodyWithResponse(ctx context.Context
 // the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 // finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 // and deleting still work. `maxPlayers` below the current
-// player count is 422. Making a room private gives it a new invite
+// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 // code; making it public revokes the code. Only fields whose value
 // really changes are applied and reported in the `room_updated` event;
 // a patch that changes nothing emits nothing and returns the room.
@@ -15477,7 +15495,7 @@ func (c *ClientWithResponses) UpdateRoomWithResponse(ctx context.Context, roomId
 // the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
 // finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
 // and deleting still work. `maxPlayers` below the current
-// player count is 422. Making a room private gives it a new invite
+// player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
 // code; making it public revokes the code. Only fields whose value
 // really changes are applied and reported in the `room_updated` event;
 // a patch that changes nothing emits nothing and returns the room.
@@ -15844,8 +15862,11 @@ func (c *ClientWithResponses) KickPlayerWithResponse(ctx context.Context, roomId
 // counts toward `maxPlayers` for everyone else (joins are 409
 // `ROOM_FULL` once every seat is taken or held; the lobby and
 // quick-join pass the room over), and only its user may take it: by
-// id, even in a private room (no invite code needed). A member already
-// in is skipped; a user who holds a seat gets the new expiry. Emits
+// id, even in a private room (no invite code needed), and, as every
+// join, not while the room is locked: seats held in a locked room
+// wait for the owner to unlock it (randoms then find them taken),
+// or lapse. A member already in is skipped; a user who holds a seat
+// gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired` (also sent when the
@@ -15878,8 +15899,11 @@ func (c *ClientWithResponses) ReserveSeatsWithBodyWithResponse(ctx context.Conte
 // counts toward `maxPlayers` for everyone else (joins are 409
 // `ROOM_FULL` once every seat is taken or held; the lobby and
 // quick-join pass the room over), and only its user may take it: by
-// id, even in a private room (no invite code needed). A member already
-// in is skipped; a user who holds a seat gets the new expiry. Emits
+// id, even in a private room (no invite code needed), and, as every
+// join, not while the room is locked: seats held in a locked room
+// wait for the owner to unlock it (randoms then find them taken),
+// or lapse. A member already in is skipped; a user who holds a seat
+// gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired` (also sent when the

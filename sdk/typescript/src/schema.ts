@@ -185,7 +185,7 @@ export interface paths {
          *     the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
          *     finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
          *     and deleting still work. `maxPlayers` below the current
-         *     player count is 422. Making a room private gives it a new invite
+         *     player count plus the seats held (`reservedSeats`) is 422. Making a room private gives it a new invite
          *     code; making it public revokes the code. Only fields whose value
          *     really changes are applied and reported in the `room_updated` event;
          *     a patch that changes nothing emits nothing and returns the room.
@@ -307,8 +307,11 @@ export interface paths {
          *     counts toward `maxPlayers` for everyone else (joins are 409
          *     `ROOM_FULL` once every seat is taken or held; the lobby and
          *     quick-join pass the room over), and only its user may take it: by
-         *     id, even in a private room (no invite code needed). A member already
-         *     in is skipped; a user who holds a seat gets the new expiry. Emits
+         *     id, even in a private room (no invite code needed), and, as every
+         *     join, not while the room is locked: seats held in a locked room
+         *     wait for the owner to unlock it (randoms then find them taken),
+         *     or lapse. A member already in is skipped; a user who holds a seat
+         *     gets the new expiry. Emits
          *     `seats_reserved` (how many seats, never who: a player's userId is
          *     theirs); a hold that expires is released by the janitor within a
          *     second or so, with `reservation_expired` (also sent when the
