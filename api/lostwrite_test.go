@@ -161,10 +161,16 @@ func TestKeyedSendLostByAFailoverIsSentAgain(t *testing.T) {
 			if strings.HasSuffix(k, ":n") {
 				continue
 			}
+			sum := int64(0)
 			for _, m := range e.store.Client().ZRange(ctx, k, 0, -1).Val() {
 				if strings.HasPrefix(m, record+" ") {
 					entries++
 				}
+				n, _ := strconv.ParseInt(m[strings.LastIndexByte(m, ' ')+1:], 10, 64)
+				sum += n
+			}
+			if spent, err := e.store.Client().Get(ctx, k+":n").Int64(); err != nil || spent != sum {
+				t.Errorf("the budget's count %d (%v), want its answers' %d: the one taken back left it", spent, err, sum)
 			}
 		}
 		if entries != 1 {

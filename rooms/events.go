@@ -124,7 +124,7 @@ type MessageEventBody struct {
 	To   []int           `json:"to,omitempty" schema:"desc=Only these players (and the sender) get the message."`
 	// MessageID names the send for its sender's Idempotency-Key
 	// (MessageID): "" without one.
-	MessageID string `json:"messageId,omitempty" schema:"pattern=^[0-9a-f]{32}$,desc=Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A message retried after a failover of Redis that lost the first is sent again at a new version with the same messageId: a client that already has that messageId (it received the lost one, before its snapshot with resync) drops it."`
+	MessageID string `json:"messageId,omitempty" schema:"pattern=^[0-9a-f]{32}$,desc=Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A message retried after a failover of Redis that lost the first is sent again, as another event, with the same messageId: a client that already has that messageId (it received the lost one, before its snapshot with resync) drops it."`
 }
 
 // MessageEvent: a message sent to the room or to some of its players.

@@ -65,8 +65,8 @@ type Claim struct {
 	Outcome Outcome
 	// Answer: the recorded answer of a Replay.
 	Answer Answer
-	// Key and Token identify a New claim to Record and Release (a
-	// Replay's: its answer), Scope its caller.
+	// Key and Token identify a New claim to Record and Release, Scope its
+	// caller.
 	Key, Token, Scope string
 	// RetryAfter: of an OverBudget claim, how long until the caller's
 	// oldest record expires.

@@ -3050,7 +3050,8 @@ type ClientInterface interface {
 	// carries a `messageId` (a hash of the key and the sender), the same
 	// for every send with that key: a Redis failover that lost the
 	// message (the room's history no longer holds it at its version)
-	// loses its key too, so a retry then sends it again at a new version,
+	// loses its key too, so a retry then sends it again at the room's next
+	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
 	// and a client that received the lost one (its stream resumes with a
 	// `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -3077,7 +3078,8 @@ type ClientInterface interface {
 	// carries a `messageId` (a hash of the key and the sender), the same
 	// for every send with that key: a Redis failover that lost the
 	// message (the room's history no longer holds it at its version)
-	// loses its key too, so a retry then sends it again at a new version,
+	// loses its key too, so a retry then sends it again at the room's next
+	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
 	// and a client that received the lost one (its stream resumes with a
 	// `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -5101,7 +5103,8 @@ func (c *APIClient) ListMessages(ctx context.Context, roomId RoomId, params *Lis
 // carries a `messageId` (a hash of the key and the sender), the same
 // for every send with that key: a Redis failover that lost the
 // message (the room's history no longer holds it at its version)
-// loses its key too, so a retry then sends it again at a new version,
+// loses its key too, so a retry then sends it again at the room's next
+// version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
 // and a client that received the lost one (its stream resumes with a
 // `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -5138,7 +5141,8 @@ func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, para
 // carries a `messageId` (a hash of the key and the sender), the same
 // for every send with that key: a Redis failover that lost the
 // message (the room's history no longer holds it at its version)
-// loses its key too, so a retry then sends it again at a new version,
+// loses its key too, so a retry then sends it again at the room's next
+// version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
 // and a client that received the lost one (its stream resumes with a
 // `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -8930,7 +8934,8 @@ type ClientWithResponsesInterface interface {
 	// carries a `messageId` (a hash of the key and the sender), the same
 	// for every send with that key: a Redis failover that lost the
 	// message (the room's history no longer holds it at its version)
-	// loses its key too, so a retry then sends it again at a new version,
+	// loses its key too, so a retry then sends it again at the room's next
+	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
 	// and a client that received the lost one (its stream resumes with a
 	// `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -8957,7 +8962,8 @@ type ClientWithResponsesInterface interface {
 	// carries a `messageId` (a hash of the key and the sender), the same
 	// for every send with that key: a Redis failover that lost the
 	// message (the room's history no longer holds it at its version)
-	// loses its key too, so a retry then sends it again at a new version,
+	// loses its key too, so a retry then sends it again at the room's next
+	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
 	// and a client that received the lost one (its stream resumes with a
 	// `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -15783,7 +15789,8 @@ func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, room
 // carries a `messageId` (a hash of the key and the sender), the same
 // for every send with that key: a Redis failover that lost the
 // message (the room's history no longer holds it at its version)
-// loses its key too, so a retry then sends it again at a new version,
+// loses its key too, so a retry then sends it again at the room's next
+// version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
 // and a client that received the lost one (its stream resumes with a
 // `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -15816,7 +15823,8 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // carries a `messageId` (a hash of the key and the sender), the same
 // for every send with that key: a Redis failover that lost the
 // message (the room's history no longer holds it at its version)
-// loses its key too, so a retry then sends it again at a new version,
+// loses its key too, so a retry then sends it again at the room's next
+// version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
 // and a client that received the lost one (its stream resumes with a
 // `snapshot`, `resync: true`) and then gets that `messageId` again

@@ -143,20 +143,22 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 	c := call{key: s.key(scope, key), op: "claim", token: rand.Text(),
 		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
 	s.ledger(&c, scope)
-	got, err := s.claim(ctx, c, scope)
+	got, answered, err := s.claim(ctx, c, scope)
 	if err != nil || got.Outcome != contract.Replay || got.Answer.Receipt == "" {
 		return got, err
 	}
 	if lost, err := s.lost(ctx, got.Answer.Receipt); err != nil || !lost {
 		return got, err
 	}
-	c.op, c.extra = "redo", got.Token
-	return s.claim(ctx, c, scope)
+	c.op, c.extra = "redo", answered
+	got, _, err = s.claim(ctx, c, scope)
+	return got, err
 }
 
 // claim runs c, a claim or a redo of scope's key, learning Redis' lead
-// (Claim).
-func (s *Store) claim(ctx context.Context, c call, scope string) (contract.Claim, error) {
+// (Claim); answered is a Replay's token, its answer's (for a redo: a
+// Replay's Claim has none, it is no claim to Record or Release).
+func (s *Store) claim(ctx context.Context, c call, scope string) (got contract.Claim, answered string, err error) {
 	shard := s.b.UserShard(scope)
 	ends := s.b.Bound.Ends(ctx)
 	if !ends.IsZero() {
@@ -165,7 +167,7 @@ func (s *Store) claim(ctx context.Context, c call, scope string) (contract.Claim
 	}
 	res, err := s.b.Runner.Run(ctx, c).Slice()
 	if err != nil {
-		return contract.Claim{}, redisx.Wrap(err)
+		return contract.Claim{}, "", redisx.Wrap(err)
 	}
 	status, _ := res[0].(string)
 	if now := time.Now().Add(-s.behind); status == "LATE" && len(res) == 2 && now.Before(ends.Add(lateMargin)) {
@@ -176,24 +178,24 @@ func (s *Store) claim(ctx context.Context, c call, scope string) (contract.Claim
 			l.at.Store(now.UnixMilli())
 			c.by = ends.Add(lateMargin).UnixMilli() + (ms - now.UnixMilli())
 			if res, err = s.b.Runner.Run(ctx, c).Slice(); err != nil {
-				return contract.Claim{}, redisx.Wrap(err)
+				return contract.Claim{}, "", redisx.Wrap(err)
 			}
 			status, _ = res[0].(string)
 		}
 	}
 	switch {
 	case status == "NEW":
-		return contract.Claim{Outcome: contract.New, Key: c.key, Token: c.token, Scope: scope}, nil
+		return contract.Claim{Outcome: contract.New, Key: c.key, Token: c.token, Scope: scope}, "", nil
 	case status == "OVER" && len(res) == 2:
 		ms, _ := res[1].(string)
 		n, _ := strconv.ParseInt(ms, 10, 64)
-		return contract.Claim{Outcome: contract.OverBudget, RetryAfter: time.Duration(n) * time.Millisecond}, nil
+		return contract.Claim{Outcome: contract.OverBudget, RetryAfter: time.Duration(n) * time.Millisecond}, "", nil
 	case status == "MISMATCH":
-		return contract.Claim{Outcome: contract.Mismatch}, nil
+		return contract.Claim{Outcome: contract.Mismatch}, "", nil
 	case status == "IN_USE":
-		return contract.Claim{Outcome: contract.InUse}, nil
+		return contract.Claim{Outcome: contract.InUse}, "", nil
 	case status == "LATE": // a call that gave up, or clocks drifting apart faster than learned
-		return contract.Claim{}, fmt.Errorf("%w: the key's claim reached Redis after its call gave up", rooms.ErrUnavailable)
+		return contract.Claim{}, "", fmt.Errorf("%w: the key's claim reached Redis after its call gave up", rooms.ErrUnavailable)
 	case status == "DONE" && len(res) == 7:
 		f := make([]string, 6)
 		for i := range f {
@@ -201,12 +203,12 @@ func (s *Store) claim(ctx context.Context, c call, scope string) (contract.Claim
 		}
 		n, err := strconv.Atoi(f[0])
 		if err != nil {
-			return contract.Claim{}, fmt.Errorf("store: idempotency record with status %q", f[0])
+			return contract.Claim{}, "", fmt.Errorf("store: idempotency record with status %q", f[0])
 		}
-		return contract.Claim{Outcome: contract.Replay, Key: c.key, Token: f[4], Scope: scope,
-			Answer: contract.Answer{Status: n, ContentType: f[1], Location: f[2], Body: []byte(f[3]), Receipt: f[5]}}, nil
+		return contract.Claim{Outcome: contract.Replay,
+			Answer: contract.Answer{Status: n, ContentType: f[1], Location: f[2], Body: []byte(f[3]), Receipt: f[5]}}, f[4], nil
 	}
-	return contract.Claim{}, fmt.Errorf("store: unexpected idempotency reply %v", res)
+	return contract.Claim{}, "", fmt.Errorf("store: unexpected idempotency reply %v", res)
 }
 
 // Record implements contract.Store.

@@ -11,10 +11,10 @@ import (
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-//go:embed lua/receipt.lua
-var receiptLua string
+//go:embed lua/receipt_check.lua
+var receiptCheckLua string
 
-var receiptScript = redisx.Plain("receipt", receiptLua)
+var receiptCheck = redisx.Plain("receipt_check", receiptCheckLua)
 
 // Receipt names a write a request made in a history of another slot than
 // its caller's (a room's log, a user's personal log), for a replay of its
@@ -28,8 +28,14 @@ type Receipt struct {
 	Field string `json:"f"`
 	Pos   int64  `json:"p"`
 	Tag   string `json:"g"`
-	// Until: till then the history cannot be gone but by a loss (a
-	// personal log kept its TTL after its last event); zero: it may be
+	// HistoryField, when the log may start anew (a personal log that
+	// expired), is the field of Head naming its history, History the one
+	// the write was in: in another, the write's history is gone (as with
+	// no Head), not lost.
+	HistoryField string `json:"hf,omitempty"`
+	History      string `json:"hg,omitempty"`
+	// Until: till then the write's history cannot be gone but by a loss
+	// (a personal log kept its TTL after its last event); zero: it may be
 	// (a room closes), and a gone history is not a lost write.
 	Until time.Time `json:"u,omitzero"`
 }
@@ -44,27 +50,29 @@ func (r Receipt) String() string {
 	return string(b)
 }
 
-// receiptCall is receipt.lua: is r's write held?
-type receiptCall struct{ r Receipt }
+// receiptCheckCall is receipt_check.lua: is r's write held?
+type receiptCheckCall struct{ r Receipt }
 
-func (receiptCall) Script() *redisx.Script { return receiptScript }
-func (c receiptCall) KeysArgs() ([]string, []any) {
-	return []string{c.r.Log, c.r.Head}, []any{c.r.Field, c.r.Pos, c.r.Tag}
+func (receiptCheckCall) Script() *redisx.Script { return receiptCheck }
+func (c receiptCheckCall) KeysArgs() ([]string, []any) {
+	return []string{c.r.Log, c.r.Head}, []any{c.r.Field, c.r.Pos, c.r.Tag, c.r.HistoryField, c.r.History}
 }
 
 // lost reports whether the write receipt names was lost by its history:
-// another write's entry at its position, a head below it, or its
-// history gone before r.Until. A receipt this release cannot read (of a
-// later one) is not lost.
+// in it, another write's entry at its position, a head below it, or
+// entries before it and not it; or its history gone (or another started)
+// before r.Until. A receipt this release cannot read (of a later one) is
+// not lost.
 func (s *Store) lost(ctx context.Context, receipt string) (bool, error) {
 	var r Receipt
 	if json.Unmarshal([]byte(receipt), &r) != nil || r.Log == "" || r.Head == "" {
 		return false, nil
 	}
-	got, err := s.b.Runner.Run(ctx, receiptCall{r}).Text()
+	res, err := s.b.Runner.Run(ctx, receiptCheckCall{r}).Slice()
 	if err != nil {
 		return false, redisx.Wrap(err)
 	}
+	got, _ := res[0].(string)
 	switch got {
 	case "LOST":
 		return true, nil

@@ -18,7 +18,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
 		call{key: "k", op: "record", token: "t", ms: 1000, answer: contract.Answer{Status: 201, Body: []byte("{}")},
 			budget: 4096, kept: "q", spent: "q:n", extra: "{}"},
-		receiptCall{Receipt{Log: "l", Head: "h", Field: "ver", Pos: 3, Tag: "g"}},
+		receiptCheckCall{Receipt{Log: "l", Head: "h", Field: "seq", Pos: 3, Tag: "g", HistoryField: "tag", History: "t"}},
 	}, scripttest.Prelude{})
 }
 

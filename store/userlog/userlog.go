@@ -235,11 +235,12 @@ func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (i
 	return sent.Seq, err
 }
 
-// Sent is where a send landed: its event's seq, the send's time (ms) and
-// its write's tag ("" for a key remembered whose entry was trimmed).
+// Sent is where a send landed: its event's seq, the send's time (ms), its
+// write's tag ("" for a key remembered whose entry was trimmed) and the
+// log's history tag (a log that expired starts another).
 type Sent struct {
-	Seq, AtMs int64
-	Tag       string
+	Seq, AtMs    int64
+	Tag, History string
 }
 
 // receiptMargin is how much earlier than its TTL after a send a receipt
@@ -248,12 +249,12 @@ type Sent struct {
 const receiptMargin = time.Minute
 
 // Receipt is the receipt of sent, a keyed send to uid (store/idempotency's
-// Receipt): its entry in uid's log, which cannot have expired for the TTL
-// after the send.
+// Receipt): its entry in uid's log, of its history, which cannot have
+// expired (or started anew) for the TTL after the send.
 func (l *Log) Receipt(uid string, sent Sent) string {
 	k := l.KeysOf(uid)
 	return idempotency.Receipt{Log: k.Log, Head: k.Meta, Field: "seq", Pos: sent.Seq, Tag: sent.Tag,
-		Until: time.UnixMilli(sent.AtMs).Add(l.cfg.TTL - receiptMargin)}.String()
+		HistoryField: "tag", History: sent.History, Until: time.UnixMilli(sent.AtMs).Add(l.cfg.TTL - receiptMargin)}.String()
 }
 
 // Run runs a call of the log's and returns its reply: a caller's own way
@@ -279,7 +280,7 @@ func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string
 		reply, err = run(ctx, call)
 	}
 	res, _ := reply.([]any)
-	ok := len(res) == 5 && res[0] == "OK"
+	ok := len(res) == 6 && res[0] == "OK"
 	if ok && l.cfg.Dropped != nil {
 		if n, _ := res[2].(int64); n > 0 {
 			l.cfg.Dropped(int(n))
@@ -298,6 +299,7 @@ func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string
 	sent.Seq, _ = res[1].(int64)
 	sent.AtMs, _ = res[3].(int64)
 	sent.Tag, _ = res[4].(string)
+	sent.History, _ = res[5].(string)
 	return sent, nil
 }
 

@@ -571,7 +571,8 @@ export interface paths {
          *     carries a `messageId` (a hash of the key and the sender), the same
          *     for every send with that key: a Redis failover that lost the
          *     message (the room's history no longer holds it at its version)
-         *     loses its key too, so a retry then sends it again at a new version,
+         *     loses its key too, so a retry then sends it again at the room's next
+         *     version (the lost one's number when nothing took it, another event id),
          *     even when the answer kept for the key survived (see the parameter),
          *     and a client that received the lost one (its stream resumes with a
          *     `snapshot`, `resync: true`) and then gets that `messageId` again
@@ -2167,7 +2168,7 @@ export interface components {
             data: unknown;
             /** @description Only these players (and the sender) get the message. */
             to?: number[];
-            /** @description Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A message retried after a failover of Redis that lost the first is sent again at a new version with the same messageId: a client that already has that messageId (it received the lost one, before its snapshot with resync) drops it. */
+            /** @description Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A message retried after a failover of Redis that lost the first is sent again, as another event, with the same messageId: a client that already has that messageId (it received the lost one, before its snapshot with resync) drops it. */
             messageId?: string;
         };
         RoomClosedEvent: {

@@ -42,10 +42,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- size is what a record of an answer and its ledger entry take in Redis:
--- the answer's bytes and 1 000 more (a reviewer's MEMORY USAGE of such
--- records: 768 bytes for a 100-byte answer, 3 216 for 2 500, 41 616 for
--- 40 000; a ledger entry about 200)
-local function size(ct, loc, body) return #ct + #loc + #body + 1000 end
+-- the answer's bytes, its receipt's, and 1 000 more (a reviewer's MEMORY
+-- USAGE of such records, before receipts: 768 bytes for a 100-byte
+-- answer, 3 216 for 2 500, 41 616 for 40 000; a ledger entry about 200)
+local function size(ct, loc, body, rc) return #ct + #loc + #body + #(rc or '') + 1000 end
 if op == 'redo' or op == 'claim' then
   local by = tonumber(ARGV[9]) or 0
   if by > 0 then
@@ -55,7 +55,7 @@ if op == 'redo' or op == 'claim' then
   local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'code', 'ct', 'loc', 'body', 'tk', 'rc')
   if op == 'redo' and r[1] == ARGV[3] and r[2] == 'done' and r[7] == ARGV[12] then
     if budget > 0 then -- the answer taken back leaves the budget
-      local n = size(r[4], r[5], r[6])
+      local n = size(r[4], r[5], r[6], r[8])
       if redis.call('ZREM', KEYS[2], KEYS[1] .. ' ' .. r[7] .. ' ' .. n) == 1 then
         redis.call('DECRBY', KEYS[3], n)
       end
@@ -106,7 +106,7 @@ if op == 'record' then
   if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'rc', ARGV[12]) end
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   if budget > 0 then
-    local n = size(ARGV[6], ARGV[7], ARGV[8])
+    local n = size(ARGV[6], ARGV[7], ARGV[8], ARGV[12])
     redis.call('ZADD', KEYS[2], now_ms(), KEYS[1] .. ' ' .. token .. ' ' .. n)
     redis.call('INCRBY', KEYS[3], n)
     redis.call('PEXPIRE', KEYS[2], ARGV[4])

@@ -32,10 +32,11 @@
 --          the last keyed send
 -- ARGV[13] "1": a send of a remembered key renews both key sets' expiry
 --          (a write, for a WAIT after the call), "0": it writes nothing
--- Reply: {"OK", seq, dropped, ms sent, the tag of its write} | {"KEY_REUSED"};
---        a remembered key's tag is its entry's ("" once trimmed): with the
---        seq it names the write (a receipt, which a replay of the key's
---        answer checks, store/idempotency)
+-- Reply: {"OK", seq, dropped, ms sent, the tag of its write, the log's
+--        history tag} | {"KEY_REUSED"}; a remembered key's tag is its
+--        entry's ("" once trimmed): with the seq and the history it names
+--        the write (a receipt, which a replay of the key's answer checks,
+--        store/idempotency)
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
 local key, digest, at = ARGV[8], ARGV[9], ARGV[10]
 local now, window
@@ -56,7 +57,7 @@ if key ~= '' then -- sent already, within the window (by the Redis clock): the f
     for i = 1, e and #e[2] or 0, 2 do
       if e[2][i] == 'g' then g = e[2][i + 1] end
     end
-    return {'OK', tonumber(s), 0, tonumber(t), g}
+    return {'OK', tonumber(s), 0, tonumber(t), g, redis.call('HGET', meta, 'tag') or ''}
   end
 end
 local m = redis.call('HMGET', meta, 'seq', 'tag')
@@ -66,6 +67,7 @@ if not (m[1] and m[2]) then
   -- counts, whatever it deletes), and only a write that may grow memory
   -- (an HSET): a new user's first send is refused whole
   redis.call('HSET', meta, 'seq', 0, 'tag', ARGV[5])
+  m[2] = ARGV[5]
   redis.call('DEL', log, cur)
 end
 local seq = redis.call('HINCRBY', meta, 'seq', 1)
@@ -107,4 +109,4 @@ if key ~= '' then
   redis.call('PEXPIRE', KEYS[4], window)
   redis.call('PEXPIRE', KEYS[5], window)
 end
-return {'OK', seq, dropped, tonumber(at), ARGV[5]}
+return {'OK', seq, dropped, tonumber(at), ARGV[5], m[2]}
