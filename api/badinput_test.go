@@ -64,6 +64,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"CreateMode", "POST", "/v1/rooms", alice, `{"name":"a","mode":"-x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "mode"},
 			{"CreateStateKey", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"a b":1}}`, nil, 422, "VALIDATION_FAILED", "state.a b"},
 			{"StateHugeNumber", "PATCH", "/v1/rooms/" + id + "/state", alice, `{"hp":1e400}`, nil, 422, "VALIDATION_FAILED", "hp"},
+			{"StateProto", "PATCH", "/v1/rooms/" + id + "/state", alice, `{"__proto__":{"player_1_ready":true}}`, nil, 422, "VALIDATION_FAILED", "__proto__"},
+			{"CreateStateProto", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"__proto__":{}}}`, nil, 422, "VALIDATION_FAILED", "state.__proto__"},
 			// a value no SDK reads back (the C# SDK's parser stops at 256)
 			{"StateTooDeep", "PATCH", "/v1/rooms/" + id + "/state", alice, `{"hp":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`, nil, 400, "MALFORMED_REQUEST", ""},
 			{"CreateStateHugeNumber", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"hp":[` + strings.Repeat("9", 400) + `]}}`, nil, 422, "VALIDATION_FAILED", "state.hp"},
@@ -110,6 +112,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		if after := e.do("GET", "/v1/rooms/"+id, alice, nil).raw; after != before {
 			t.Fatalf("bad input changed the room:\n%s\n%s", before, after)
 		}
+		// a room holding a __proto__ key (made before it was refused) may
+		// have it deleted
+		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"__proto__":null}`), 200, "")
 		if list := e.do("GET", "/v1/rooms", alice, nil); strings.Count(list.raw, `"id"`) != 1 {
 			t.Fatalf("bad creates made rooms: %s", list.raw)
 		}

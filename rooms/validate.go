@@ -206,6 +206,8 @@ func validateState(field string, s State, patch bool) fieldErrors {
 		switch {
 		case !stateKeyRe.MatchString(k):
 			out.add(name, "key must match ^[A-Za-z0-9_.:-]{1,64}$")
+		case k == protoKey && !(patch && isNull(v)):
+			out.add(name, "key must not be __proto__: JavaScript clients would set their state object's prototype, not a key (a patch may delete it)")
 		case len(v) > MaxStateValue:
 			out.add(name, "value must be at most %d bytes of JSON", MaxStateValue)
 		case !FiniteNumbers(v):
@@ -218,6 +220,13 @@ func validateState(field string, s State, patch bool) fieldErrors {
 }
 
 func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+// protoKey is the state key JavaScript's objects read as their prototype:
+// set with Object.assign, it changed every open client's state object's
+// prototype (a tester's find: a patch of {"__proto__": {"player_1_ready":
+// true, ...}} showed every player ready, and its delete did not undo it).
+// Refused in a state; a patch may delete it from a room that holds one.
+const protoKey = "__proto__"
 
 // FiniteNumbers reports whether every number of JSON text v (valid JSON)
 // is a finite float64. A number past ±1.7976931348623157e308 (1e400, an

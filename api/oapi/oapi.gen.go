@@ -339,7 +339,8 @@ type CreateRoomRequest struct {
 	// Region Example: us-west
 	Region Region `json:"region"`
 
-	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+	// `__proto__`, each
 	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
 	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
@@ -827,7 +828,8 @@ type SeatReservation struct {
 	ReservedSeats int `json:"reservedSeats"`
 }
 
-// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+// `__proto__`, each
 // value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
 // 422), at most 256 keys and 64 KiB in all.
 // In a merge patch, `null` deletes the key.
@@ -844,7 +846,8 @@ type StateVersions struct {
 
 // StateView defines model for StateView.
 type StateView struct {
-	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+	// `__proto__`, each
 	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
 	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.

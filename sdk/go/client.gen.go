@@ -344,7 +344,8 @@ type CreateRoomRequest struct {
 	// Region Example: us-west
 	Region Region `json:"region"`
 
-	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+	// `__proto__`, each
 	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
 	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
@@ -832,7 +833,8 @@ type SeatReservation struct {
 	ReservedSeats int `json:"reservedSeats"`
 }
 
-// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+// `__proto__`, each
 // value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
 // 422), at most 256 keys and 64 KiB in all.
 // In a merge patch, `null` deletes the key.
@@ -849,7 +851,8 @@ type StateVersions struct {
 
 // StateView defines model for StateView.
 type StateView struct {
-	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+	// `__proto__`, each
 	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
 	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
@@ -3182,7 +3185,9 @@ type ClientInterface interface {
 	// is unchanged. With statePolicy `owner`, the owner may write any key
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype: 422, though a patch may
+	// delete it), each value at most 8 KiB of
 	// JSON whose every number is a finite double (422: a number past
 	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 	// JavaScript reads as Infinity and other clients cannot read), at
@@ -3211,7 +3216,9 @@ type ClientInterface interface {
 	// is unchanged. With statePolicy `owner`, the owner may write any key
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype: 422, though a patch may
+	// delete it), each value at most 8 KiB of
 	// JSON whose every number is a finite double (422: a number past
 	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 	// JavaScript reads as Infinity and other clients cannot read), at
@@ -3240,7 +3247,9 @@ type ClientInterface interface {
 	// is unchanged. With statePolicy `owner`, the owner may write any key
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype: 422, though a patch may
+	// delete it), each value at most 8 KiB of
 	// JSON whose every number is a finite double (422: a number past
 	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 	// JavaScript reads as Infinity and other clients cannot read), at
@@ -5295,7 +5304,9 @@ func (c *APIClient) GetRoomState(ctx context.Context, roomId RoomId, reqEditors 
 // is unchanged. With statePolicy `owner`, the owner may write any key
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype: 422, though a patch may
+// delete it), each value at most 8 KiB of
 // JSON whose every number is a finite double (422: a number past
 // ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 // JavaScript reads as Infinity and other clients cannot read), at
@@ -5334,7 +5345,9 @@ func (c *APIClient) PatchRoomStateWithBody(ctx context.Context, roomId RoomId, p
 // is unchanged. With statePolicy `owner`, the owner may write any key
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype: 422, though a patch may
+// delete it), each value at most 8 KiB of
 // JSON whose every number is a finite double (422: a number past
 // ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 // JavaScript reads as Infinity and other clients cannot read), at
@@ -5373,7 +5386,9 @@ func (c *APIClient) PatchRoomState(ctx context.Context, roomId RoomId, params *P
 // is unchanged. With statePolicy `owner`, the owner may write any key
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype: 422, though a patch may
+// delete it), each value at most 8 KiB of
 // JSON whose every number is a finite double (422: a number past
 // ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 // JavaScript reads as Infinity and other clients cannot read), at
@@ -9070,7 +9085,9 @@ type ClientWithResponsesInterface interface {
 	// is unchanged. With statePolicy `owner`, the owner may write any key
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype: 422, though a patch may
+	// delete it), each value at most 8 KiB of
 	// JSON whose every number is a finite double (422: a number past
 	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 	// JavaScript reads as Infinity and other clients cannot read), at
@@ -9099,7 +9116,9 @@ type ClientWithResponsesInterface interface {
 	// is unchanged. With statePolicy `owner`, the owner may write any key
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype: 422, though a patch may
+	// delete it), each value at most 8 KiB of
 	// JSON whose every number is a finite double (422: a number past
 	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 	// JavaScript reads as Infinity and other clients cannot read), at
@@ -9128,7 +9147,9 @@ type ClientWithResponsesInterface interface {
 	// is unchanged. With statePolicy `owner`, the owner may write any key
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype: 422, though a patch may
+	// delete it), each value at most 8 KiB of
 	// JSON whose every number is a finite double (422: a number past
 	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 	// JavaScript reads as Infinity and other clients cannot read), at
@@ -15961,7 +15982,9 @@ func (c *ClientWithResponses) GetRoomStateWithResponse(ctx context.Context, room
 // is unchanged. With statePolicy `owner`, the owner may write any key
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype: 422, though a patch may
+// delete it), each value at most 8 KiB of
 // JSON whose every number is a finite double (422: a number past
 // ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 // JavaScript reads as Infinity and other clients cannot read), at
@@ -15996,7 +16019,9 @@ func (c *ClientWithResponses) PatchRoomStateWithBodyWithResponse(ctx context.Con
 // is unchanged. With statePolicy `owner`, the owner may write any key
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype: 422, though a patch may
+// delete it), each value at most 8 KiB of
 // JSON whose every number is a finite double (422: a number past
 // ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 // JavaScript reads as Infinity and other clients cannot read), at
@@ -16031,7 +16056,9 @@ func (c *ClientWithResponses) PatchRoomStateWithResponse(ctx context.Context, ro
 // is unchanged. With statePolicy `owner`, the owner may write any key
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype: 422, though a patch may
+// delete it), each value at most 8 KiB of
 // JSON whose every number is a finite double (422: a number past
 // ±1.7976931348623157e308, such as `1e400`, is valid JSON that
 // JavaScript reads as Infinity and other clients cannot read), at

@@ -1143,7 +1143,9 @@ var LiveRoom = class extends LiveStream {
     switch (e.type) {
       case "state":
         for (const k of e.del) delete this.state[k];
-        Object.assign(this.state, e.set);
+        for (const [k, v] of Object.entries(e.set)) {
+          Object.defineProperty(this.state, k, { value: v, enumerable: true, writable: true, configurable: true });
+        }
         this.stateVersion = e.stateVersion;
         break;
       case "player_joined":

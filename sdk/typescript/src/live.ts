@@ -700,7 +700,12 @@ export class LiveRoom extends LiveStream<RoomEvents> {
     switch (e.type) {
       case "state":
         for (const k of e.del) delete this.state[k];
-        Object.assign(this.state, e.set);
+        // each key defined, not assigned: a key "__proto__" (refused by
+        // the server since, held by a room from before) would set the
+        // state object's prototype, not a key
+        for (const [k, v] of Object.entries(e.set)) {
+          Object.defineProperty(this.state, k, { value: v, enumerable: true, writable: true, configurable: true });
+        }
         this.stateVersion = e.stateVersion;
         break;
       case "player_joined":

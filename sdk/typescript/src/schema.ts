@@ -362,7 +362,9 @@ export interface paths {
          *     is unchanged. With statePolicy `owner`, the owner may write any key
          *     and another member only keys starting `player_<their playerId>_`
          *     (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
-         *     Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
+         *     Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
+         *     JavaScript reads as an object's prototype: 422, though a patch may
+         *     delete it), each value at most 8 KiB of
          *     JSON whose every number is a finite double (422: a number past
          *     ±1.7976931348623157e308, such as `1e400`, is valid JSON that
          *     JavaScript reads as Infinity and other clients cannot read), at
@@ -1645,7 +1647,8 @@ export interface components {
             [key: string]: unknown;
         };
         /**
-         * @description Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
+         * @description Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
+         *     `__proto__`, each
          *     value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
          *     422), at most 256 keys and 64 KiB in all.
          *     In a merge patch, `null` deletes the key.

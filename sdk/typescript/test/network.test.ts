@@ -130,6 +130,33 @@ describe("the heartbeat watchdog (Node)", () => {
   });
 });
 
+describe("a room's state", () => {
+  it("keeps a key __proto__ as a key, not its object's prototype", async () => {
+    const s = await scripted((_n, _req, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r3")}\n\n`);
+      const state = { type: "state", roomId: "r3", version: 4, ts: new Date().toISOString(), stateVersion: 2, playerId: 1,
+        set: JSON.parse('{"__proto__":{"player_1_ready":true},"hp":1}'), del: [] };
+      res.write(`id: 4\nevent: state\ndata: ${JSON.stringify(state)}\n\n`);
+      const del = { ...state, version: 5, stateVersion: 3, set: {}, del: ["__proto__"] };
+      res.write(`id: 5\nevent: state\ndata: ${JSON.stringify(del)}\n\n`);
+    });
+    const rs = new RealSync({ baseUrl: s.url, token: "t" });
+    const live = rs.live("r3", { backoff: { initialMs: 10, maxMs: 20 } });
+    const seen: unknown[] = [];
+    live.on("state", () => seen.push(Object.getPrototypeOf(live.state), Object.keys(live.state).sort().join(","),
+      (live.state as Record<string, unknown>).player_1_ready));
+    try {
+      await live.ready;
+      await eventually(() => seen.length === 6, "both state events", 5000);
+      assert.deepEqual(seen, [Object.prototype, "__proto__,hp", undefined, Object.prototype, "hp", undefined]);
+    } finally {
+      live.close();
+      await s.stop();
+    }
+  });
+});
+
 describe("REST requests", () => {
   it("time out after requestTimeoutMs (NETWORK, the limit in the message), not the socket's minutes", { timeout: 20000 }, async () => {
     const s = await scripted(() => undefined); // accepts, reads, never answers
