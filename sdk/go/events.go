@@ -120,6 +120,12 @@ type MessageReceived struct {
 		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
 		To   []int           `json:"to,omitempty"`
+		// MessageID: of a message sent with an Idempotency-Key, the same
+		// for every send of that key and sender ("" without one): a
+		// message sent again after a failover of Redis that lost the
+		// first comes as another event with the same MessageID; drop one
+		// whose MessageID you have already.
+		MessageID string `json:"messageId,omitempty"`
 	} `json:"message"`
 }
 
