@@ -116,15 +116,8 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // no body: no cap to look up (a router walk)
 			return
 		}
-		pattern := routePattern(r)
-		limit := bodyLimit(r.Method, pattern)
-		refused := func() { // before routing: recorded under the route it was for
-			if x := exchangeFrom(r.Context()); x != nil {
-				x.route = pattern
-			}
-		}
+		limit := bodyLimit(r.Method, routePattern(r))
 		if r.ContentLength > limit {
-			refused()
 			s.tooLarge(w, r, limit)
 			return
 		}
@@ -141,11 +134,9 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			refused()
 			s.tooLarge(w, r, limit)
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			refused()
 			s.closeAfter(w)
 			s.writeError(w, r, fmt.Errorf("the request body did not arrive within %s of its headers: %w", s.requestTimeout, errRequestTimeout))
 			return

@@ -142,6 +142,9 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		big := `{"name":"` + strings.Repeat("x", 100<<10) + `"}`
 		want(t, e.do("POST", "/v1/rooms", owner, big, "Content-Type", "application/json"), 413, "PAYLOAD_TOO_LARGE")
 		want(t, e.do("POST", "/no/such", owner, big, "Content-Type", "application/json"), 413, "PAYLOAD_TOO_LARGE")
+		// refused by authentication, before routing: under its route too
+		// (an ops auditor's find: every 401 was "unmatched")
+		want(t, e.do("POST", "/v1/rooms/"+ids[0]+"/join", "", nil), 401, "UNAUTHENTICATED")
 
 		s := e.open("/v1/rooms/" + ids[2] + "/events?token=" + e.streamToken(owner, "/v1/rooms/"+ids[2]))
 		s.next() // the snapshot
@@ -165,11 +168,12 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		}{
 			{"realsync_http_requests_total", []string{"route", joinRoute, "method", "POST", "status", "200"}, float64(joins)},
 			{"realsync_http_requests_total", []string{"route", joinRoute, "method", "POST", "status", "409"}, 1},
-			{"realsync_http_request_duration_seconds", []string{"route", joinRoute, "method", "POST"}, float64(joins + 1)},
+			{"realsync_http_request_duration_seconds", []string{"route", joinRoute, "method", "POST"}, float64(joins + 2)}, // the 409 and the 401 too
 			{"realsync_http_requests_total", []string{"route", "unmatched", "status", "404"}, 2},
 			{"realsync_http_requests_total", []string{"route", "unmatched", "method", "other", "status", "405"}, 1},
 			{"realsync_http_requests_total", []string{"route", "/v1/rooms", "method", "POST", "status", "413"}, 1},
 			{"realsync_http_requests_total", []string{"route", "unmatched", "method", "POST", "status", "413"}, 1},
+			{"realsync_http_requests_total", []string{"route", joinRoute, "method", "POST", "status", "401"}, 1},
 			{"realsync_http_requests_total", []string{"route", eventsRoute, "method", "GET", "status", "200"}, 1},
 			{"realsync_script_calls_total", []string{"script", "room_join", "outcome", "OK"}, float64(joins)},
 			{"realsync_script_calls_total", []string{"script", "room_join", "outcome", "ROOM_FULL"}, 1},

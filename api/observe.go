@@ -113,9 +113,6 @@ type exchange struct {
 	authenticated bool
 	line          *eventLine // the stream's connection, once the hub took it over
 	shed          bool       // refused by admission (overload.go), before routing
-	// route is the route pattern of a request refused before routing by
-	// its body (limitBody), "" for none: its metrics' and log's route.
-	route string
 	// roomCounts are the room (and inbox) limits this request took a
 	// count on: handed back when it is refused (handBackRoomCounts).
 	roomCounts []limits.Check
@@ -234,10 +231,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		switch {
 		case x.shed:
 			route = shedRoute
-		case route == "" && x.route != "":
-			route = x.route
 		case route == "":
-			route = unmatchedRoute
+			// refused before routing (authentication, a body over its
+			// cap): counted and logged under the route it was for, by a
+			// walk of the router; none: unmatched
+			if route = routePattern(r); route == "" {
+				route = unmatchedRoute
+			}
 		}
 		streamed := x.status == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream"
 		status := x.status
