@@ -18,9 +18,13 @@ type Backoff struct {
 	Base, Max, Reset time.Duration
 }
 
-// DefaultBackoff waits from 500 ms, doubling to 30 s at most, and starts
-// over after a connection open for 30 s.
-var DefaultBackoff = Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Reset: 30 * time.Second}
+// DefaultBackoff waits from 500 ms, doubling to 10 s at most, and starts
+// over after a connection open for 30 s. 10 s is well below the server's
+// disconnect grace (REALSYNC_DISCONNECT_GRACE, 30 s): a stream dropped by
+// an outage of up to about 20 s comes back before its player is removed
+// (with 30 s, one in seven lost their seat after a 15 s outage). Keep Max
+// under a third of the grace.
+var DefaultBackoff = Backoff{Base: 500 * time.Millisecond, Max: 10 * time.Second, Reset: 30 * time.Second}
 
 // delay is the wait before attempt n (n ≥ 1).
 func (b Backoff) delay(n int) time.Duration {

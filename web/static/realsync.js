@@ -484,7 +484,7 @@ function backoffDelay(failures, o = {}) {
   return Math.round((o.random ?? Math.random)() * cap);
 }
 function backoffMaxMs(o = {}) {
-  return o.maxMs ?? 3e4;
+  return o.maxMs ?? 1e4;
 }
 
 // src/transport.ts

@@ -12,8 +12,10 @@ namespace RealSync
     {
         /// <summary>The cap of the first delay (default 500 ms).</summary>
         public int InitialMs = 500;
-        /// <summary>The largest cap (default 30 s), and the most a server's Retry-After or retry: field makes a stream wait.</summary>
-        public int MaxMs = 30000;
+        /// <summary>The largest cap (default 10 s), and the most a server's Retry-After or retry: field makes a stream wait.
+        /// 10 s is well below the server's disconnect grace (REALSYNC_DISCONNECT_GRACE, 30 s): a stream dropped by an
+        /// outage of up to about 20 s comes back before its player is removed. Keep it under a third of the grace.</summary>
+        public int MaxMs = 10000;
         /// <summary>A stream open this long counts its next failure as the first (default 30 s).</summary>
         public int StableMs = 30000;
         /// <summary>The jitter's random source, returning [0, 1); default a shared System.Random.</summary>

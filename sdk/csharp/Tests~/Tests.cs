@@ -262,8 +262,8 @@ static class Tests
     {
         var b = new Backoff();
         var caps = Enumerable.Range(1, 9).Select(b.Cap).ToArray();
-        Check.Eq("500,1000,2000,4000,8000,16000,30000,30000,30000", string.Join(",", caps), "caps");
-        Check.Eq(30000, b.Cap(1000), "no overflow");
+        Check.Eq("500,1000,2000,4000,8000,10000,10000,10000,10000", string.Join(",", caps), "caps");
+        Check.Eq(10000, b.Cap(1000), "no overflow");
         b.Random = () => 0.0;
         Check.Eq(0, b.Delay(5), "full jitter reaches 0");
         b.Random = () => 0.999999;

@@ -4,7 +4,12 @@
 export interface BackoffOptions {
   /** The cap of the first delay; doubled on every failure in a row. Default 500 ms. */
   initialMs?: number;
-  /** The largest cap, and the most a server's Retry-After or retry: field makes a stream wait. Default 30000 ms. */
+  /**
+   * The largest cap, and the most a server's Retry-After or retry: field makes a stream wait. Default 10000 ms:
+   * well below the server's disconnect grace (REALSYNC_DISCONNECT_GRACE, 30 s), so a stream dropped by an outage
+   * of up to about 20 s comes back before its player is removed (with 30 s, one in seven lost their seat after
+   * a 15 s outage). Keep it under a third of the grace.
+   */
   maxMs?: number;
   /** A stream that stayed open this long starts over from initialMs when it drops. Default 30000 ms. */
   stableMs?: number;
@@ -23,7 +28,7 @@ export function backoffDelay(failures: number, o: BackoffOptions = {}): number {
   return Math.round((o.random ?? Math.random)() * cap);
 }
 
-/** backoffMaxMs is the largest delay of the options: maxMs, 30000 ms by default. */
+/** backoffMaxMs is the largest delay of the options: maxMs, 10000 ms by default. */
 export function backoffMaxMs(o: BackoffOptions = {}): number {
-  return o.maxMs ?? 30000;
+  return o.maxMs ?? 10000;
 }
