@@ -583,7 +583,7 @@ describe("the stream's retry: field", () => {
       status: 503, headers: { "Retry-After": "999999999" }, body: problem(503, "STORE_UNAVAILABLE", "Retry later."),
     }],
   ] as [string, Canned][]) {
-    it(`Node: ${what} waits the backoff's maxMs (30 s), once`, async () => {
+    it(`Node: ${what} waits the backoff's maxMs (10 s by default), once`, async () => {
       const alice = await player("alice");
       proxy.intercept = (s) => s.url.startsWith("/v1/lobby/events") ? canned : undefined;
       const from = proxy.seen.length;
@@ -592,7 +592,7 @@ describe("the stream's retry: field", () => {
       lobby.ready.catch(() => undefined);
       try {
         await eventually(() => log.reconnecting.length > 0, "the reconnect");
-        assert.equal(log.reconnecting[0].delayMs, 30000);
+        assert.equal(log.reconnecting[0].delayMs, 10000);
         await quiet();
         assert.equal(requests("/v1/lobby/events", from).length, 1, "the attempts in 1.5 s");
         assert.equal(log.reconnecting.length, 1);
