@@ -189,7 +189,7 @@ func NewHandler(cfg Config) http.Handler {
 	})
 	if cfg.Demo != nil {
 		r.Handle("/demo", http.RedirectHandler("/demo/", http.StatusMovedPermanently))
-		r.Handle("/demo/*", http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo))))
+		r.Handle("/demo/*", demoHeaders(http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo)))))
 	}
 	oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
 		Middlewares: []oapi.MiddlewareFunc{s.checkScope, s.rateLimit}})

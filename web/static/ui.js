@@ -3,12 +3,16 @@
 // the connection badge of a live stream.
 import { fieldMessage, fieldName, friendly, hintFor } from "./errors.js";
 
-/** el builds an element: attrs "onx" add listeners, false/null/undefined attrs are skipped. */
+/**
+ * el builds an element: attrs "onx" add listeners, false/null/undefined attrs are skipped; "style" is set
+ * through the CSSOM (the pages' Content-Security-Policy refuses style attributes).
+ */
 export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === false || v === null || v === undefined) continue;
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k === "style") e.style.cssText = v;
     else e.setAttribute(k, v === true ? "" : v);
   }
   e.append(...children.filter((c) => c !== null && c !== undefined && c !== false));
