@@ -54,6 +54,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"MaxPlayers", "PATCH", "/v1/rooms/" + id, alice, `{"maxPlayers":101}`, nil, 422, "VALIDATION_FAILED", "maxPlayers"},
 			{"Visibility", "PATCH", "/v1/rooms/" + id, alice, `{"visibility":"hidden"}`, nil, 422, "VALIDATION_FAILED", "visibility"},
 			{"AttrKey", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a-b":1}}`, nil, 422, "VALIDATION_FAILED", "attributes.a-b"},
+			{"AttrProto", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"__proto__":"x"}}`, nil, 422, "VALIDATION_FAILED", "attributes.__proto__"},
+			{"CreateAttrProto", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","attributes":{"__proto__":1}}`, nil, 422, "VALIDATION_FAILED", "attributes.__proto__"},
 			{"AttrValue", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a":[1]}}`, nil, 422, "VALIDATION_FAILED", "attributes.a"},
 			{"AttrLong", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a":"` + strings.Repeat("z", 129) + `"}}`, nil, 422, "VALIDATION_FAILED", "attributes.a"},
 			{"TooManyAttrs", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"m":1,"n":1,"o":1,"p":1,"q":1}}`, nil, 422, "VALIDATION_FAILED", "attributes"},

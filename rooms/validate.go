@@ -49,7 +49,7 @@ var messages = map[string]string{
 	"shows":     ShowsRule,
 	"slug":      NameRule,
 	"oneof":     "must be one of: ",
-	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
+	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$ and not be __proto__",
 	"attrvalue": "must be a string of at most 128 characters or a finite number",
 	"unique":    "must not repeat a value",
 	"userid":    UserIDRule,
@@ -65,7 +65,9 @@ func newValidator() *validator.Validate {
 	must(v.RegisterValidation("nocontrol", func(fl validator.FieldLevel) bool { return !hasControl(fl.Field().String()) }))
 	must(v.RegisterValidation("shows", func(fl validator.FieldLevel) bool { return Shows(fl.Field().String()) }))
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
-	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
+	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool {
+		return attrKeyRe.MatchString(fl.Field().String()) && fl.Field().String() != protoKey // as a state key's
+	}))
 	must(v.RegisterValidation("userid", func(fl validator.FieldLevel) bool { return ValidUserID(fl.Field().String()) }))
 	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return ValidAttrValue(fl.Field().Interface()) }))
 	// the ranges of seats and recipients, from their one source above
@@ -221,7 +223,7 @@ func validateState(field string, s State, patch bool) fieldErrors {
 
 func isNull(v json.RawMessage) bool { return string(v) == "null" }
 
-// protoKey is the state key JavaScript's objects read as their prototype:
+// protoKey is the state (and attribute) key JavaScript's objects read as their prototype:
 // set with Object.assign, it changed every open client's state object's
 // prototype (a tester's find: a patch of {"__proto__": {"player_1_ready":
 // true, ...}} showed every player ready, and its delete did not undo it).

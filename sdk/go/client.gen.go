@@ -319,7 +319,8 @@ func (e ListRoomsParamsSort) Valid() bool {
 	}
 }
 
-// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+// JavaScript reads as an object's prototype); each value a string
 // of at most 128 characters or a number.
 //
 // Example: {"map":"dust2","rank":1500}
@@ -327,7 +328,8 @@ type Attributes map[string]interface{}
 
 // CreateRoomRequest defines model for CreateRoomRequest.
 type CreateRoomRequest struct {
-	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype); each value a string
 	// of at most 128 characters or a number.
 	//
 	//
@@ -589,7 +591,8 @@ type Mode = string
 type MyRoomList struct {
 	NextCursor *string `json:"nextCursor"`
 	Rooms      []struct {
-		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+		// JavaScript reads as an object's prototype); each value a string
 		// of at most 128 characters or a number.
 		//
 		//
@@ -717,7 +720,8 @@ type QuickJoinRequest struct {
 
 	// Create The room to create when nothing can be joined (public, caller as owner).
 	Create *struct {
-		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+		// JavaScript reads as an object's prototype); each value a string
 		// of at most 128 characters or a number.
 		//
 		//
@@ -761,7 +765,8 @@ type ReserveSeatsRequest struct {
 
 // Room defines model for Room.
 type Room struct {
-	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype); each value a string
 	// of at most 128 characters or a number.
 	//
 	//
@@ -928,7 +933,8 @@ type TicketResponse struct {
 
 // UpdateRoomRequest defines model for UpdateRoomRequest.
 type UpdateRoomRequest struct {
-	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+	// JavaScript reads as an object's prototype); each value a string
 	// of at most 128 characters or a number.
 	//
 	//

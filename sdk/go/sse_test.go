@@ -90,6 +90,9 @@ func TestSSEParserLineTooLong(t *testing.T) {
 
 // Backoff: full jitter below a ceiling that doubles from Base to Max.
 func TestBackoffDelay(t *testing.T) {
+	if DefaultBackoff.Max != 10*time.Second { // well below the server's disconnect grace, 30 s
+		t.Errorf("DefaultBackoff.Max %v, want 10s", DefaultBackoff.Max)
+	}
 	b := Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second}
 	for _, tc := range []struct {
 		attempt int

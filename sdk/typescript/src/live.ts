@@ -208,10 +208,10 @@ class Emitter<E> {
  * open ends with "left", or "room_closed", instead: see Closed; a personal stream's 409
  * SESSION_EXISTS is retried as a transient error: see LiveMe). A network error, a dropped stream, a 5xx, 408 or 429 is
  * transient: it reconnects after a delay (exponential backoff from 500 ms to
- * 30 s with full jitter, at least the server's Retry-After, and at least a
+ * 10 s with full jitter, at least the server's Retry-After, and at least a
  * `retry:` the connection ended with, no event after it: 0.5–2 s when the
  * server shuts down, 5 s while it cannot reach its store; either counts up
- * to the backoff's maxMs, 30 s, however long it asks; the backoff starts
+ * to the backoff's maxMs, 10 s, however long it asks; the backoff starts
  * over once a stream stayed open 30 s). A token_expiring event renews
  * the identity token and resumes at once (a renewal that failed
  * transiently, or a getToken still giving the expiring token, is tried

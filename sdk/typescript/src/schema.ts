@@ -1636,7 +1636,8 @@ export interface components {
         /** @enum {string} */
         StatePolicy: "owner" | "open";
         /**
-         * @description At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+         * @description At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
+         *     JavaScript reads as an object's prototype); each value a string
          *     of at most 128 characters or a number.
          * @example {
          *       "map": "dust2",
