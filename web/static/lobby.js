@@ -7,7 +7,7 @@ import { session } from "./session.js";
 import { friends } from "./friends.js";
 import { invites } from "./invites.js";
 import { findMatch } from "./match.js";
-import { $, Badge, bindForm, el } from "./ui.js";
+import { $, Badge, bindForm, el, showProblem } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
 
 const { client: c, userId, rooms: myRooms } = await session();
@@ -89,8 +89,18 @@ async function refresh() {
     listed = page.rooms;
     render();
   } catch (err) {
-    $("#rooms-error").textContent = friendly(err);
+    roomsError(err, friendly(err));
   }
+}
+
+/**
+ * roomsError shows an error of the list or the live lobby: a refused filter
+ * (a mode or region the server does not know) on the filter's fields, else
+ * sentence above the rooms.
+ */
+function roomsError(err, sentence) {
+  if (err?.code === "VALIDATION_FAILED") showProblem($("#filter"), err);
+  else $("#rooms-error").textContent = sentence;
 }
 
 function refreshSoon() {
@@ -107,7 +117,7 @@ function watch() {
     lobby.on("change", () => (joinableOnly ? render() : refreshSoon())),
     lobby.on("closed", (e) => {
       const err = e?.error;
-      if (err) $("#rooms-error").textContent = withReload(err, "Reload the page to see live rooms again.");
+      if (err) roomsError(err, withReload(err, "Reload the page to see live rooms again."));
     })];
   unfollow = () => stops.forEach((stop) => stop());
   lobby.ready?.catch(() => {}); // shown by the closed handler

@@ -133,6 +133,14 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
       await create.getByRole("button", { name: "Create room" }).click();
       await hana.page.locator("#create-mode-error").filter({ hasText: "Choose one of: battle, coop." }).waitFor();
       await hana.page.locator("#create .form-error").filter({ hasText: "Please check the fields marked below." }).waitFor();
+      // the lobby's filter alike: the refused mode marked on the filter (a
+      // tester's find: the sentence came above the rooms, no field marked)
+      const filter = hana.page.locator("#filter");
+      await filter.getByLabel("Mode").fill("race");
+      await filter.getByRole("button", { name: "Filter" }).click();
+      await hana.page.locator("#filter-mode-error").filter({ hasText: "Choose one of: battle, coop." }).waitFor();
+      await filter.getByLabel("Mode").fill("");
+      await filter.getByRole("button", { name: "Filter" }).click();
 
       const join = hana.page.locator("#code");
       await join.getByLabel("Invite code").fill("ZZZZ-ZZZZ-ZZZZ");
@@ -169,7 +177,8 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
         const hit = /^console error: Failed to load resource: the server responded with a status of (\d+) .*\((.+)\)$/.exec(m);
         return hit ? `${hit[1]} ${new URL(hit[2]).pathname.replace(made.room.id, "ID")}` : m;
       });
-      assert.deepEqual(refused, ["422 /v1/rooms", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state",
+      // (the lobby stream's refusal twice: the EventSource's, then the read of its problem)
+      assert.deepEqual(refused, ["422 /v1/rooms", "422 /v1/lobby/events", "422 /v1/lobby/events", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state",
         "401 /v1/me/rooms"]);
     } finally {
       await strict.stop();
