@@ -113,6 +113,9 @@ type exchange struct {
 	authenticated bool
 	line          *eventLine // the stream's connection, once the hub took it over
 	shed          bool       // refused by admission (overload.go), before routing
+	// unmatched: the router found no route (404, 405), so observe does
+	// not walk it again for the route a refusal before routing was for
+	unmatched bool
 	// roomCounts are the room (and inbox) limits this request took a
 	// count on: handed back when it is refused (handBackRoomCounts).
 	roomCounts []limits.Check
@@ -210,6 +213,13 @@ func saneRequestID(id string) bool {
 	return true
 }
 
+// unmatched marks r's exchange as routed to no route (unmatched).
+func unmatched(r *http.Request) {
+	if x := exchangeFrom(r.Context()); x != nil {
+		x.unmatched = true
+	}
+}
+
 // observe gives each request its id (X-Request-Id, echoed), then after the
 // answer records it in the metrics and writes its access log line (info;
 // debug for the quiet routes and for 429s): route pattern, method, path (never the
@@ -231,6 +241,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		switch {
 		case x.shed:
 			route = shedRoute
+		case route == "" && x.unmatched:
+			route = unmatchedRoute
 		case route == "":
 			// refused before routing (authentication, a body over its
 			// cap): counted and logged under the route it was for, by a

@@ -175,8 +175,9 @@ func NewHandler(cfg Config) http.Handler {
 		r.Use(c)
 	}
 	r.Use(s.limitBody, s.limitTime, s.admit, s.authenticate, s.requireStore)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { unmatched(r); s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		unmatched(req)
 		// RFC 9110: a 405 names the methods the resource allows
 		var allow []string
 		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
