@@ -18,7 +18,9 @@ const Reload = 5 * time.Second
 // first), calls apply with them. A file that cannot be read or is refused
 // by Parse is logged once for as long as it stays so, and the endpoints in
 // force stay. Each read of changed content is told to loaded (ok, or
-// not: refused), when set. Webhooks cannot be turned on or off this way:
+// not: refused), when set; so is a return to the content in force after a
+// refused one (ok), after which the same refused content is logged and
+// told again (a tester's find: it was neither). Webhooks cannot be turned on or off this way:
 // the outbox is written only by an instance started with a file.
 func Watch(ctx context.Context, path string, interval time.Duration, current []Endpoint, apply func([]Endpoint),
 	loaded func(ok bool), log *slog.Logger) {
@@ -39,6 +41,10 @@ func Watch(ctx context.Context, path string, interval time.Duration, current []E
 		}
 		raw, err := os.ReadFile(path)
 		if err == nil && sha256.Sum256(raw) == sum {
+			if lastErr != "" { // back to the content in force after a refused one: a good read
+				lastErr = ""
+				told(true)
+			}
 			continue
 		}
 		var eps []Endpoint

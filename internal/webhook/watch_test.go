@@ -113,4 +113,24 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 	if len(got()) != 2 {
 		t.Fatalf("applied again without a change: %v", got())
 	}
+	// refused, back to the file in force, then refused the same way
+	// again: logged and told each time
+	bad := "endpoints:\n- id: b\n  url: nope\n"
+	write(bad)
+	wait("the second bad file logged", func() bool { return strings.Count(logs.String(), "not reloaded") == 2 })
+	mu.Lock()
+	good := loads[true]
+	mu.Unlock()
+	write(file("b"))
+	wait("the revert told", func() bool { mu.Lock(); defer mu.Unlock(); return loads[true] == good+1 })
+	write(bad)
+	wait("the same bad file after the revert logged", func() bool { return strings.Count(logs.String(), "not reloaded") == 3 })
+	mu.Lock()
+	if loads[false] != 3 {
+		t.Errorf("refused loads %d, want 3", loads[false])
+	}
+	mu.Unlock()
+	if len(got()) != 2 {
+		t.Fatalf("the revert applied the endpoints in force again: %v", got())
+	}
 }
