@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
@@ -288,6 +291,13 @@ func TestConnectGraceDeadlineRepaired(t *testing.T) {
 			want := s.Client().ZScore(ctx, key+":presence", "c:1").Val()
 			if got := s.Client().ZScore(ctx, due, id).Val(); got != want || want == 0 {
 				t.Fatalf("due at %v, want the deadline %v", got, want)
+			}
+			// a due time past the room's earliest deadline is drift the
+			// invariants report (read in one transaction with the entries)
+			s.Client().ZAdd(ctx, due, redis.Z{Score: want + 60_000, Member: id})
+			if bad, err := invariants.Check(ctx, s.Client(), s.Prefix()); err != nil ||
+				!slices.ContainsFunc(bad, func(b string) bool { return strings.Contains(b, "due at") }) {
+				t.Errorf("invariants with the room due a minute late: %v %v", bad, err)
 			}
 			s.Client().ZRem(ctx, due, id)
 			rep := store.Report{}

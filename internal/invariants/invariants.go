@@ -7,6 +7,7 @@ package invariants
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -163,9 +164,23 @@ func (ch *checker) orphan(ctx context.Context, k string) error {
 	return err
 }
 
-// presence checks a room's connected set, leases and deadlines.
+// presence checks a room's connected set, leases and deadlines, read with
+// the shard's schedule in one transaction: a janitor of an instance still
+// running moved a deadline and the room's due time between two reads (a
+// CI run's false "due at T+31 s, earliest presence entry at T").
 func (ch *checker) presence(ctx context.Context, tag, id, base string, players map[string]string) error {
-	conn, err := ch.c.HKeys(ctx, base+":conn").Result()
+	var connCmd *redis.StringSliceCmd
+	var entriesCmd *redis.ZSliceCmd
+	var dueCmd *redis.FloatCmd
+	if _, err := ch.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		connCmd = p.HKeys(ctx, base+":conn")
+		entriesCmd = p.ZRangeWithScores(ctx, base+":presence", 0, -1)
+		dueCmd = p.ZScore(ctx, "{"+tag+"}:presence:due", id)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	conn, err := connCmd.Result()
 	if err != nil {
 		return err
 	}
@@ -176,7 +191,7 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 			ch.fail("room %s: connected player %s is not a player", id, pid)
 		}
 	}
-	entries, err := ch.c.ZRangeWithScores(ctx, base+":presence", 0, -1).Result()
+	entries, err := entriesCmd.Result()
 	if err != nil || len(entries) == 0 {
 		return err
 	}
@@ -204,7 +219,7 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 			ch.fail("room %s: debounced disconnect of player %s, who is not shown connected", id, pid)
 		}
 	}
-	due, err := ch.c.ZScore(ctx, "{"+tag+"}:presence:due", id).Result()
+	due, err := dueCmd.Result()
 	if err != nil || due > entries[0].Score {
 		ch.fail("room %s: due at %v (%v), earliest presence entry at %v", id, due, err, entries[0].Score)
 	}
