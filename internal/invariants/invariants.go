@@ -7,7 +7,6 @@ package invariants
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -164,26 +163,23 @@ func (ch *checker) orphan(ctx context.Context, k string) error {
 	return err
 }
 
+// presenceRead reads a room's connected set, its presence entries and
+// its due time at once, a script of reads alone: a MULTI is refused while
+// Redis is out of memory (TestFullRedisIsUnavailable), a script that
+// writes nothing is not.
+var presenceRead = redis.NewScript(`return {redis.call('HKEYS', KEYS[1]),
+  redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'), redis.call('ZSCORE', KEYS[3], ARGV[1]) or ''}`)
+
 // presence checks a room's connected set, leases and deadlines, read with
-// the shard's schedule in one transaction: a janitor of an instance still
-// running moved a deadline and the room's due time between two reads (a
-// CI run's false "due at T+31 s, earliest presence entry at T").
+// the shard's schedule at once (presenceRead): a janitor of an instance
+// still running moved a deadline and the room's due time between two
+// reads (a CI run's false "due at T+31 s, earliest presence entry at T").
 func (ch *checker) presence(ctx context.Context, tag, id, base string, players map[string]string) error {
-	var connCmd *redis.StringSliceCmd
-	var entriesCmd *redis.ZSliceCmd
-	var dueCmd *redis.FloatCmd
-	if _, err := ch.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		connCmd = p.HKeys(ctx, base+":conn")
-		entriesCmd = p.ZRangeWithScores(ctx, base+":presence", 0, -1)
-		dueCmd = p.ZScore(ctx, "{"+tag+"}:presence:due", id)
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return err
-	}
-	conn, err := connCmd.Result()
+	res, err := presenceRead.Run(ctx, ch.c, []string{base + ":conn", base + ":presence", "{" + tag + "}:presence:due"}, id).Slice()
 	if err != nil {
 		return err
 	}
+	conn := strs(res[0])
 	connected := map[string]bool{}
 	for _, pid := range conn {
 		connected[pid] = true
@@ -191,9 +187,14 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 			ch.fail("room %s: connected player %s is not a player", id, pid)
 		}
 	}
-	entries, err := entriesCmd.Result()
-	if err != nil || len(entries) == 0 {
-		return err
+	flat := strs(res[1])
+	var entries []redis.Z
+	for i := 0; i+1 < len(flat); i += 2 {
+		score, _ := strconv.ParseFloat(flat[i+1], 64)
+		entries = append(entries, redis.Z{Member: flat[i], Score: score})
+	}
+	if len(entries) == 0 {
+		return nil
 	}
 	leased := map[string]bool{}
 	for _, e := range entries {
@@ -219,7 +220,8 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 			ch.fail("room %s: debounced disconnect of player %s, who is not shown connected", id, pid)
 		}
 	}
-	due, err := dueCmd.Result()
+	dueText, _ := res[2].(string)
+	due, err := strconv.ParseFloat(dueText, 64)
 	if err != nil || due > entries[0].Score {
 		ch.fail("room %s: due at %v (%v), earliest presence entry at %v", id, due, err, entries[0].Score)
 	}
@@ -651,4 +653,15 @@ func (ch *checker) unheld(ctx context.Context, keys []string) error {
 		}
 	}
 	return nil
+}
+
+// strs is a script's array reply of strings.
+func strs(v any) []string {
+	xs, _ := v.([]any)
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
 }
