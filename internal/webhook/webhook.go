@@ -7,7 +7,8 @@
 // with the Standard Webhooks headers webhook-id (the event's message id,
 // the same on every try and endpoint), webhook-timestamp (Unix seconds of
 // the try) and webhook-signature ("v1,<base64 HMAC-SHA256 of
-// id.timestamp.body under the endpoint's whsec_ secret>"), and
+// id.timestamp.body under the endpoint's whsec_ secret>", then one more,
+// space-separated, under each of its previous secrets), and
 // webhook-retry-count (failed tries before this one). Any 2xx is success;
 // anything else, a timeout or a network error is a failed try.
 package webhook
@@ -42,6 +43,10 @@ type Endpoint struct {
 	URL string `yaml:"url" json:"url"`
 	// Secret is the Standard Webhooks signing secret, "whsec_<base64>".
 	Secret string `yaml:"secret" json:"secret"`
+	// PreviousSecrets also sign every try while a secret is rotated
+	// (Standard Webhooks: a signature header holds several, a receiver
+	// accepts one it verifies), at most MaxPreviousSecrets.
+	PreviousSecrets []string `yaml:"previousSecrets" json:"previousSecrets,omitempty"`
 	// Events are the event types it receives; "*" is every type.
 	Events []string `yaml:"events" json:"events"`
 }
@@ -70,13 +75,18 @@ func Load(path string) ([]Endpoint, error) {
 	return eps, nil
 }
 
+// MaxPreviousSecrets bounds an endpoint's previousSecrets: each costs an
+// HMAC of the body per try and 50 bytes of header.
+const MaxPreviousSecrets = 3
+
 // errNoEndpoints refuses a file that does not say which endpoints it
 // has: most likely one caught half written.
 var errNoEndpoints = errors.New("endpoints: none configured (write endpoints: [] for none)")
 
 // Parse decodes and checks an endpoints file's content: every endpoint
-// has a unique id, an absolute http(s) url, a whsec_ base64 secret and at
-// least one event type; unknown fields are errors. An empty list
+// has a unique id, an absolute http(s) url, a whsec_ base64 secret (and
+// previous secrets, MaxPreviousSecrets at most, none of them the secret)
+// and at least one event type; unknown fields are errors. An empty list
 // (`endpoints: []`) is no endpoint, on purpose: events go nowhere until
 // some are configured; an empty file, or one without the list, is refused.
 func Parse(raw []byte) ([]Endpoint, error) {
@@ -116,6 +126,19 @@ func Parse(raw []byte) ([]Endpoint, error) {
 		}
 		if _, err := NewSigner(ep.Secret); err != nil {
 			return nil, fmt.Errorf("%s.secret: %w", at, err)
+		}
+		if len(ep.PreviousSecrets) > MaxPreviousSecrets {
+			return nil, fmt.Errorf("%s.previousSecrets: %d, at most %d", at, len(ep.PreviousSecrets), MaxPreviousSecrets)
+		}
+		for j, old := range ep.PreviousSecrets {
+			if _, err := NewSigner(old); err != nil {
+				return nil, fmt.Errorf("%s.previousSecrets[%d]: %w", at, j, err)
+			}
+			if old == ep.Secret || slices.Contains(ep.PreviousSecrets[:j], old) {
+				// signed twice with it: the rotation is most likely half
+				// written
+				return nil, fmt.Errorf("%s.previousSecrets[%d]: the secret or an earlier previous one again", at, j)
+			}
 		}
 		if len(ep.Events) == 0 {
 			return nil, fmt.Errorf("%s.events: at least one event type (or \"*\") required", at)
@@ -168,7 +191,7 @@ type Sender struct {
 
 type endpoint struct {
 	Endpoint
-	signer *standardwebhooks.Webhook
+	signers []*standardwebhooks.Webhook // the secret's, then the previous ones'
 }
 
 // NewSender builds a sender for eps (checked by Parse); timeout bounds a
@@ -193,11 +216,15 @@ func NewSender(eps []Endpoint, timeout time.Duration, now func() time.Time) (*Se
 func (s *Sender) SetEndpoints(eps []Endpoint) error {
 	m := make(map[string]endpoint, len(eps))
 	for _, ep := range eps {
-		sg, err := NewSigner(ep.Secret)
-		if err != nil {
-			return fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
+		e := endpoint{Endpoint: ep}
+		for _, secret := range append([]string{ep.Secret}, ep.PreviousSecrets...) {
+			sg, err := NewSigner(secret)
+			if err != nil {
+				return fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
+			}
+			e.signers = append(e.signers, sg)
 		}
-		m[ep.ID] = endpoint{ep, sg}
+		m[ep.ID] = e
 	}
 	s.eps.Store(&m)
 	return nil
@@ -229,9 +256,11 @@ func (s *Sender) Send(ctx context.Context, d Delivery) error {
 		return err
 	}
 	ts := s.now()
-	sig, err := ep.signer.Sign(d.MessageID, ts, body)
-	if err != nil {
-		return err
+	sigs := make([]string, len(ep.signers))
+	for i, sg := range ep.signers {
+		if sigs[i], err = sg.Sign(d.MessageID, ts, body); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -243,7 +272,7 @@ func (s *Sender) Send(ctx context.Context, d Delivery) error {
 	req.Header.Set("User-Agent", "realsync-webhooks")
 	req.Header.Set("webhook-id", d.MessageID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("webhook-signature", sig)
+	req.Header.Set("webhook-signature", strings.Join(sigs, " "))
 	req.Header.Set("webhook-retry-count", strconv.Itoa(d.RetryCount))
 	resp, err := s.client.Do(req)
 	if err != nil {

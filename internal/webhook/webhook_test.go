@@ -22,7 +22,13 @@ import (
 	"github.com/realsync/realsync/internal/webhook"
 )
 
-const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+const (
+	secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	other  = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+	third  = "whsec_dGhpcmQgc2VjcmV0IGtleSBieXRlcw=="
+	fourth = "whsec_Zm91cnRoIHNlY3JldCBrZXkgYnl0ZXM="
+	fifth  = "whsec_ZmlmdGggc2VjcmV0IGtleSBieXRlcyE="
+)
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
@@ -46,6 +52,15 @@ func TestParse(t *testing.T) {
 			`endpoints[0].events[1]: unknown event type "nonexistent_event": one of state, player_joined`, 0},
 		{"stream-only event", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: [snapshot]}\n", `unknown event type "snapshot"`, 0},
 		{"every known event", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: [" + strings.Join(webhook.EventTypes, ", ") + "]}\n", "", 1},
+		{"previous secrets", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", previousSecrets: [" + other + ", " + third + "], events: ['*']}\n", "", 1},
+		{"previous secret bad", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", previousSecrets: [" + other + ", abc], events: ['*']}\n",
+			`endpoints[0].previousSecrets[1]: must be "whsec_"`, 0},
+		{"previous secret the secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", previousSecrets: [" + secret + "], events: ['*']}\n",
+			"endpoints[0].previousSecrets[0]: the secret or an earlier previous one again", 0},
+		{"previous secret twice", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", previousSecrets: [" + other + ", " + other + "], events: ['*']}\n",
+			"endpoints[0].previousSecrets[1]: the secret or an earlier previous one again", 0},
+		{"previous secrets too many", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", previousSecrets: [" + other + ", " + third + ", " + fourth + ", " + fifth + "], events: ['*']}\n",
+			"endpoints[0].previousSecrets: 4, at most 3", 0},
 		{"unknown field", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*'], retries: 3}\n", "retries", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,8 +179,9 @@ func TestSendFailures(t *testing.T) {
 	}
 }
 
-// TestSetEndpoints: a reloaded endpoint's new secret signs its next try; an
-// endpoint no longer configured fails; a bad secret changes nothing.
+// TestSetEndpoints: a reloaded endpoint's new secret signs its next try,
+// its previous secrets too; an endpoint no longer configured fails; a bad
+// secret changes nothing.
 func TestSetEndpoints(t *testing.T) {
 	recv := make(chan *http.Request, 1)
 	bodies := make(chan []byte, 1)
@@ -175,7 +191,6 @@ func TestSetEndpoints(t *testing.T) {
 		bodies <- b
 	}))
 	t.Cleanup(srv.Close)
-	const other = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
 	s, err := webhook.NewSender([]webhook.Endpoint{{ID: "a", URL: srv.URL, Secret: secret, Events: []string{"*"}}}, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +210,27 @@ func TestSetEndpoints(t *testing.T) {
 		wh, _ := standardwebhooks.NewWebhook(c.secret)
 		if err := wh.Verify(body, r.Header); (err == nil) != c.ok {
 			t.Fatalf("verified with secret %s: %v, want ok %v", c.secret, err, c.ok)
+		}
+	}
+	// a rotation: the new secret and the previous one both sign, so a
+	// receiver holding either verifies; a third secret does not
+	if err := s.SetEndpoints([]webhook.Endpoint{{ID: "a", URL: srv.URL, Secret: third, PreviousSecrets: []string{other}, Events: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	r, body = <-recv, <-bodies
+	if n := len(strings.Fields(r.Header.Get("webhook-signature"))); n != 2 {
+		t.Fatalf("signature header %q: %d signatures, want 2", r.Header.Get("webhook-signature"), n)
+	}
+	for _, c := range []struct {
+		secret string
+		ok     bool
+	}{{third, true}, {other, true}, {secret, false}} {
+		wh, _ := standardwebhooks.NewWebhook(c.secret)
+		if err := wh.Verify(body, r.Header); (err == nil) != c.ok {
+			t.Fatalf("rotating: verified with secret %s: %v, want ok %v", c.secret, err, c.ok)
 		}
 	}
 	if err := s.SetEndpoints([]webhook.Endpoint{{ID: "b", URL: srv.URL, Secret: "nope", Events: []string{"*"}}}); err == nil {
