@@ -19,7 +19,6 @@ import (
 
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/store"
 )
 
 // requestTimeout is how long a test client waits for an answer: a request
@@ -253,16 +252,9 @@ func (f *follower) settle(t *testing.T, c redis.UniversalClient, prefix, room st
 func TestClusterMasterFailover(t *testing.T) {
 	// not parallel: it bounds the recovery's time (failoverRecoveryBound),
 	// which the other tests' instances on the same cores would stretch
-	cluster, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	cluster, prefix, env := replicatedCluster(t, "REALSYNC_LOG_LEVEL=info")
 	bin := buildBinary(t)
 	ctx := t.Context()
-	prefix := redistest.Prefix(t)
-	env := []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret",
-		"REALSYNC_REDIS_CLUSTER_ADDRS=" + strings.Join(cluster.Addrs(), ","), "REALSYNC_LOG_LEVEL=info", loadTestLimits}
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	ins := []*instance{a, b}
 	urls := []string{a.url, b.url}
@@ -291,13 +283,7 @@ func TestClusterMasterFailover(t *testing.T) {
 				t.Fatalf("join: %d %v", status, body)
 			}
 		}
-		shard, _ := strconv.ParseInt(r.id[:2], 36, 32)
-		if r.slot, err = cluster.Slot(ctx, store.ShardTags(prefix, 16, store.SchemaVersion)[shard]); err != nil {
-			t.Fatal(err)
-		}
-		if r.master, _, err = cluster.Shard(ctx, r.slot); err != nil {
-			t.Fatal(err)
-		}
+		r.master, r.slot = masterOfRoom(t, cluster, prefix, r.id)
 		byMaster[r.master] = append(byMaster[r.master], r)
 		if victim == nil || len(byMaster[r.master]) > len(byMaster[victim]) {
 			victim = r.master

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/store"
 )
 
 // keyed sends a request with an Idempotency-Key, again while it answers
@@ -52,16 +50,10 @@ func keyed(t *testing.T, method, url, token, key string, body any) (int, bool, s
 // replica is cut off first (redistest.CutReplication), so the loss is
 // certain.
 func TestKeyedSendsLostByAFailoverAreSentAgain(t *testing.T) {
-	cluster, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	cluster, prefix, env := replicatedCluster(t, "REALSYNC_LOG_LEVEL=info")
 	bin := buildBinary(t)
 	ctx := t.Context()
-	prefix := redistest.Prefix(t)
-	a := start(t, bin, "REALSYNC_KEY_PREFIX="+prefix, "REALSYNC_JWT_SECRET=e2e-secret",
-		"REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(cluster.Addrs(), ","), "REALSYNC_LOG_LEVEL=info", loadTestLimits)
+	a := start(t, bin, env...)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
 	defer cc.Close()
 
@@ -73,11 +65,7 @@ func TestKeyedSendsLostByAFailoverAreSentAgain(t *testing.T) {
 		t.Fatalf("create: %d %v", status, body)
 	}
 	room := body["room"].(map[string]any)["id"].(string)
-	shard, _ := strconv.ParseInt(room[:2], 36, 32)
-	victim, _, err := cluster.MasterOf(ctx, store.ShardTags(prefix, 16, store.SchemaVersion)[shard])
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim, _ := masterOfRoom(t, cluster, prefix, room)
 	logOf := map[string]string{}
 	masterOf := func(uid string) *redistest.Server {
 		t.Helper()

@@ -5,13 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/store"
 )
 
 // replicaReads sums the ZRANGE and HGETALL calls (the browsing reads' commands)
@@ -60,15 +58,9 @@ func lobbyList(t *testing.T, in *instance, token string) string {
 // notice went to nobody, and the client kept it for good).
 func TestReadFromReplicasEndToEnd(t *testing.T) {
 	t.Parallel()
-	cluster, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	cluster, prefix, env := replicatedCluster(t, "REALSYNC_REDIS_READ_FROM_REPLICAS=on")
 	bin := raceBinary(t)
-	prefix := redistest.Prefix(t)
-	in := start(t, bin, "REALSYNC_KEY_PREFIX="+prefix, "REALSYNC_JWT_SECRET=e2e-secret",
-		"REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(cluster.Addrs(), ","), "REALSYNC_REDIS_READ_FROM_REPLICAS=on", loadTestLimits)
+	in := start(t, bin, env...)
 	masters, replicas := cluster.Nodes[:3], cluster.Nodes[3:]
 
 	tok := guest(t, in, "browser")
@@ -123,11 +115,7 @@ func TestReadFromReplicasEndToEnd(t *testing.T) {
 	// room 5 locked on a master whose replica is cut off: the browsing
 	// list, read there, still shows it joinable; the lobby stream's list
 	// must not
-	shard, _ := strconv.ParseInt(ids[5][:2], 36, 32)
-	master, _, err := cluster.MasterOf(t.Context(), store.ShardTags(prefix, 16, store.SchemaVersion)[shard])
-	if err != nil {
-		t.Fatal(err)
-	}
+	master, _ := masterOfRoom(t, cluster, prefix, ids[5])
 	if err := redistest.CutReplication(t.Context(), master); err != nil {
 		t.Fatal(err)
 	}
