@@ -23,7 +23,7 @@ import (
 // costs, the receiver's time aside. Its rounds are Step's (each waits for
 // its sends); BenchmarkDispatchRun's, Run's, as realsyncd runs it.
 func BenchmarkDispatch(b *testing.B) {
-	benchDispatch(b, func(ctx context.Context, d *webhooks.Dispatcher, done func() bool) {
+	benchDispatch(b, 500, 0, func(ctx context.Context, d *webhooks.Dispatcher, done func() bool) {
 		for !done() {
 			if _, err := d.Step(ctx); err != nil {
 				b.Fatal(err)
@@ -35,7 +35,19 @@ func BenchmarkDispatch(b *testing.B) {
 // BenchmarkDispatchRun is BenchmarkDispatch with Run dispatching, started
 // once each iteration's backlog is written and stopped once it is sent.
 func BenchmarkDispatchRun(b *testing.B) {
-	benchDispatch(b, func(ctx context.Context, d *webhooks.Dispatcher, done func() bool) {
+	benchDispatch(b, 500, 0, runDispatch(b))
+}
+
+// BenchmarkDispatchRunSlowReceiver is BenchmarkDispatchRun with a receiver
+// answering in 20 ms and the default 8 workers: the pool's limit, workers
+// ÷ answer time (400/s) when an endpoint alone takes every worker (200/s
+// when it took half, until 2026-12-05).
+func BenchmarkDispatchRunSlowReceiver(b *testing.B) {
+	benchDispatch(b, 100, 20*time.Millisecond, runDispatch(b))
+}
+
+func runDispatch(b *testing.B) func(ctx context.Context, d *webhooks.Dispatcher, done func() bool) {
+	return func(ctx context.Context, d *webhooks.Dispatcher, done func() bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		ran := make(chan struct{})
 		go func() { defer close(ran); d.Run(ctx, func(err error) { b.Error(err) }) }()
@@ -44,22 +56,21 @@ func BenchmarkDispatchRun(b *testing.B) {
 		}
 		cancel()
 		<-ran
-	})
+	}
 }
 
-// benchDispatch measures dispatch draining each iteration's backlog until
-// done.
-func benchDispatch(b *testing.B, dispatch func(ctx context.Context, d *webhooks.Dispatcher, done func() bool)) {
+// benchDispatch measures dispatch draining each iteration's backlog, the
+// events of rooms (4 each), until done; each send takes answer.
+func benchDispatch(b *testing.B, rooms int, answer time.Duration, dispatch func(ctx context.Context, d *webhooks.Dispatcher, done func() bool)) {
 	s := openStoreWith(b, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(b)},
 		func(c *store.Config) { c.WebhookOutboxLen = 100_000 })
 	var sent atomic.Int64
 	d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Endpoints: []webhooks.Endpoint{{ID: "e", Events: []string{"*"}}},
-		Send: func(context.Context, webhooks.Delivery) error { sent.Add(1); return nil }})
+		Send: func(context.Context, webhooks.Delivery) error { time.Sleep(answer); sent.Add(1); return nil }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	const rooms = 500 // 2 000 events
 	var elapsed time.Duration
 	for b.Loop() {
 		b.StopTimer()
@@ -79,7 +90,7 @@ func benchDispatch(b *testing.B, dispatch func(ctx context.Context, d *webhooks.
 			}
 		}
 		b.StartTimer()
-		start, want := time.Now(), sent.Load()+4*rooms
+		start, want := time.Now(), sent.Load()+int64(4*rooms)
 		dispatch(ctx, d, func() bool { return sent.Load() >= want })
 		elapsed += time.Since(start)
 	}

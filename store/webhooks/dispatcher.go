@@ -49,8 +49,8 @@ import (
 //   - an entry another consumer read and never settled (it crashed) is
 //     taken over with XAUTOCLAIM after ClaimIdle: delivery is at least once.
 //
-// Run is continuous: the pool (Workers sends at most, at most half of them
-// to one endpoint, a worker kept for each endpoint with none in flight,
+// Run is continuous: the pool (Workers sends at most, to one endpoint all
+// but one for each other endpoint, half at least, a worker kept for each endpoint with none in flight,
 // one send at a time to an endpoint whose last try failed: see pool)
 // lives across rounds, and a round never waits for the sends it started,
 // so endpoints answering at their timeout hold their own workers, never

@@ -838,12 +838,13 @@ func TestWebhooksSlowEndpointHoldsARoundOnce(t *testing.T) {
 	}
 }
 
-// One endpoint's sends take at most half the workers (one at least): the
-// others stay for the other endpoints. Here two workers, and a slow
+// One endpoint's sends take at most every worker but one for each other
+// endpoint (half the workers, one, at least): those stay for the other
+// endpoints. Here two workers, and a slow
 // endpoint with four deliveries ahead of the healthy one's: its sends wait
 // until the healthy one got its delivery (the test's 10 s bound aside);
 // with every worker theirs, it waited for them.
-func TestWebhooksSlowEndpointTakesHalfTheWorkers(t *testing.T) {
+func TestWebhooksSlowEndpointLeavesAWorkerToAnother(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			s := openWebhooks(t, b)
@@ -879,7 +880,7 @@ func TestWebhooksSlowEndpointTakesHalfTheWorkers(t *testing.T) {
 // sending while an endpoint hangs on every send: the healthy endpoint gets
 // every event, made before and after the other hung, while the hung
 // sends still run (until the test's end; 10 s bound aside); the hung
-// endpoint never has more than half the workers, and no delivery is sent
+// endpoint never has more than every worker but the other's one, and no delivery is sent
 // twice by the instance, though its pending ones are read again every
 // round (the scan) and its own idle ones claimed (ClaimIdle 20 ms). Run
 // waited for every send of a round before reading more: the healthy
@@ -933,12 +934,12 @@ func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
 				mu.Lock()
 				h := hung
 				mu.Unlock()
-				if h == workers/2 {
+				if h == workers-1 {
 					break
 				}
 				if time.Now().After(deadline) {
 					stop()
-					t.Fatalf("the hanging endpoint has %d sends in flight, want %d", h, workers/2)
+					t.Fatalf("the hanging endpoint has %d sends in flight, want %d", h, workers-1)
 				}
 			}
 			for range after {
@@ -963,8 +964,8 @@ func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
 			}
 			mu.Unlock()
 			stop()
-			if m > workers/2 {
-				t.Fatalf("the hanging endpoint had %d sends in flight, more than half the %d workers", m, workers)
+			if m > workers-1 {
+				t.Fatalf("the hanging endpoint had %d sends in flight, more than all the %d workers but one", m, workers)
 			}
 		})
 	}
@@ -1062,7 +1063,7 @@ func TestWebhooksShutdownWaitsThenLeavesPending(t *testing.T) {
 				return nil
 			}
 			outcomes := &outcomeRecorder{}
-			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Send: send, Workers: 4, Endpoints: eps,
+			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Send: send, Workers: 3, Endpoints: eps,
 				ShutdownWait: 300 * time.Millisecond, ClaimIdle: time.Hour, Metrics: outcomes})
 			if err != nil {
 				t.Fatal(err)
@@ -1070,7 +1071,7 @@ func TestWebhooksShutdownWaitsThenLeavesPending(t *testing.T) {
 			id := roomEvents(t, s)
 			ran := make(chan struct{})
 			go func() { defer close(ran); a.Run(ctx, nil) }()
-			for range 3 { // two slow, one stuck (half of 4 workers each)
+			for range 3 { // two slow, one stuck (3 workers: one kept for the other endpoint)
 				select {
 				case <-inFlight:
 				case <-time.After(10 * time.Second):
@@ -1392,15 +1393,17 @@ func TestWebhooksLargePendingListThatCannotStartWaitsPoll(t *testing.T) {
 			runCtx, cancel := context.WithCancel(ctx)
 			ran := make(chan struct{})
 			go func() { defer close(ran); d.Run(runCtx, nil) }()
-			select {
-			case <-started:
-			case <-time.After(10 * time.Second):
+			for range 2 { // both workers: the endpoint is alone
+				select {
+				case <-started:
+				case <-time.After(10 * time.Second):
+				}
 			}
 			time.Sleep(time.Second) // rounds that take nothing would follow
 			_, n := rounds.last()
 			cancel()
 			<-ran
-			// one send (1 of 2 workers: half to one endpoint) and 32
+			// two sends (both workers: the endpoint is alone) and 32
 			// waiting (16·Workers) take 5 rounds of 8; the 6th takes nothing
 			if n > 10 {
 				t.Fatalf("%d rounds in a second with nothing to start and Poll an hour", n)

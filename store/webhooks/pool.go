@@ -11,8 +11,11 @@ import (
 // consumer's pending list, read again by a scan or by XAUTOCLAIM while its
 // send runs or waits, is skipped). Slow endpoints cannot hold the others'
 // deliveries (room):
-//   - one endpoint has at most perEndpoint sends in flight (half the
-//     workers, one at least);
+//   - one endpoint has at most perEndpoint sends in flight: every worker
+//     but one for each other configured endpoint, half the workers (one)
+//     at least; an endpoint alone takes the whole pool, and before a
+//     reload adds one beside it that hangs with every worker, the new
+//     one's first send waits for one of its tries to end (its timeout);
 //   - an endpoint with none in flight is kept a worker: another endpoint's
 //     second and later sends leave one idle worker for each configured
 //     endpoint with none in flight that has sends waiting or had one in
@@ -43,7 +46,6 @@ import (
 type pool struct {
 	mu              sync.Mutex
 	workers         int
-	perEndpoint     int
 	endpoints       map[string]bool      // configured (setEndpoints)
 	seen            map[string]time.Time // per endpoint: when a send of it was last taken or ended
 	waitCap         int
@@ -82,7 +84,7 @@ type queued struct {
 }
 
 func newPool(workers int, claimIdle time.Duration) *pool {
-	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
+	return &pool{workers: workers, waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
 		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, failing: map[string]bool{}, waiting: map[string][]queued{},
 		endpoints: map[string]bool{}, seen: map[string]time.Time{},
 		held: map[string]bool{}, ended: map[string]bool{}, unsettled: map[string]time.Time{}, settleWait: claimIdle / 2,
@@ -127,11 +129,20 @@ func (p *pool) kept(except string) int {
 	return min(n, p.workers/2)
 }
 
+// perEndpoint is the most sends in flight to one endpoint (see pool);
+// p.mu held.
+func (p *pool) perEndpoint() int {
+	return max(p.workers-max(len(p.endpoints)-1, 0), p.half())
+}
+
+// half is half the workers, one at least.
+func (p *pool) half() int { return max(p.workers/2, 1) }
+
 // room says whether a send to endpoint may start now (see pool); p.mu
 // held.
 func (p *pool) room(endpoint string) bool {
 	n := p.byEndpoint[endpoint]
-	if p.busy >= p.workers || n >= p.perEndpoint {
+	if p.busy >= p.workers || n >= p.perEndpoint() {
 		return false
 	}
 	if p.failing[endpoint] {
@@ -142,7 +153,7 @@ func (p *pool) room(endpoint string) bool {
 		for ep := range p.failing {
 			inFailing += p.byEndpoint[ep]
 		}
-		return inFailing < p.perEndpoint
+		return inFailing < p.half()
 	}
 	if n == 0 {
 		return true

@@ -11,7 +11,8 @@ import (
 )
 
 // TestPoolRoom: whether a send to an endpoint may start, by the pool's
-// rules: at most half the workers to one endpoint; an endpoint with none
+// rules: one endpoint at most every worker but one for each other
+// configured endpoint, half the workers at least; an endpoint with none
 // in flight always starts on an idle worker, and another endpoint's
 // second and later sends leave an idle worker for each configured
 // endpoint with none in flight that sent lately (half the pool at most);
@@ -29,8 +30,13 @@ func TestPoolRoom(t *testing.T) {
 		want      bool
 		quiet     []string
 	}{
-		{"an endpoint alone up to half", 8, []string{"a"}, map[string]int{"a": 3}, nil, "a", true, nil},
-		{"not past half", 8, []string{"a"}, map[string]int{"a": 4}, nil, "a", false, nil},
+		{"an endpoint alone takes every worker", 8, []string{"a"}, map[string]int{"a": 7}, nil, "a", true, nil},
+		{"an endpoint leaves one to another, quiet", 8, []string{"a", "b"}, map[string]int{"a": 7}, nil, "a", false, []string{"b"}},
+		{"an endpoint beside another, quiet", 8, []string{"a", "b"}, map[string]int{"a": 6}, nil, "a", true, []string{"b"}},
+		{"one each to three others", 8, []string{"a", "b", "c", "d"}, map[string]int{"a": 5}, nil, "a", false, []string{"b", "c", "d"}},
+		{"within one each to three others", 8, []string{"a", "b", "c", "d"}, map[string]int{"a": 4}, nil, "a", true, []string{"b", "c", "d"}},
+		{"half at least beside many", 8, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, map[string]int{"a": 3}, nil, "a", true, []string{"b", "c", "d", "e", "f", "g", "h", "i"}},
+		{"not past half beside many", 8, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, map[string]int{"a": 4}, nil, "a", false, []string{"b", "c", "d", "e", "f", "g", "h", "i"}},
 		{"a first send with a worker idle", 8, []string{"a", "b", "c"}, map[string]int{"a": 4, "b": 3}, nil, "c", true, nil},
 		{"no worker idle", 8, []string{"a", "b", "c"}, map[string]int{"a": 4, "b": 4}, nil, "c", false, nil},
 		{"a second send leaves one each to two idle endpoints", 8, []string{"a", "b", "c"}, map[string]int{"a": 3, "b": 2}, nil, "b", true, nil},
@@ -162,8 +168,8 @@ func waitInFlight(t *testing.T, p *pool, ep string, running, waiting int) {
 }
 
 // TestPoolRecoveredEndpointStartsAllItHasRoomFor: a failing endpoint's
-// sends wait one at a time; once its try succeeds it has room for half
-// the pool again, and every waiting send starts at once (a reviewer's
+// sends wait one at a time; once its try succeeds it has room for the
+// pool again (it is alone), and every waiting send starts at once (a reviewer's
 // test: only the worker that ended took one, and the rest followed one at
 // a time).
 func TestPoolRecoveredEndpointStartsAllItHasRoomFor(t *testing.T) {
