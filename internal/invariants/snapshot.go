@@ -3,7 +3,9 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,10 +61,61 @@ func kind(k string) string {
 	return "x"
 }
 
-// read takes the snapshot of keys, shard by shard.
+// wanted is keys and every key the room checks look up beside them: its
+// shard's keys, its parts and its indexes, which a change may make after
+// the key scan (an index or the invite codes are deleted when emptied, and
+// made again by the next entry). A room's mode and region never change:
+// they are read first, apart.
+func (ch *checker) wanted(ctx context.Context, keys []string) ([]string, error) {
+	set := map[string]bool{}
+	var found []string
+	for _, k := range keys {
+		set[k] = true
+		if roomKeyRe.MatchString(k) {
+			found = append(found, k)
+		}
+	}
+	modes := make([]*redis.SliceCmd, len(found))
+	if _, err := ch.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range found {
+			modes[i] = p.HMGet(ctx, k, "m", "r")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for i, k := range found {
+		tag := k[1:strings.IndexByte(k, '}')]
+		for _, part := range []string{":players", ":users", ":state", ":log", ":conn", ":presence"} {
+			set[k+part] = true
+		}
+		for _, key := range []string{"users", "codes", "stats", "ckeys", "presence:due", "rooms:due"} {
+			set["{"+tag+"}:"+key] = true
+		}
+		v := modes[i].Val()
+		m, _ := v[0].(string)
+		r, _ := v[1].(string)
+		if m == "" {
+			continue // gone since the scan
+		}
+		for _, st := range []string{"waiting", "playing", "finished", "joinable", "fill"} {
+			for _, ik := range indexKeys(tag, st, m, r) {
+				set[ik] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}
+
+// read takes the snapshot of keys and those the room checks look up
+// beside them (wanted), shard by shard.
 func (ch *checker) read(ctx context.Context, keys []string) error {
 	ch.snapshot = snapshot{hash: map[string]map[string]string{}, zset: map[string][]redis.Z{},
 		score: map[string]map[string]float64{}, stream: map[string][]redis.XMessage{}, there: map[string]bool{}}
+	keys, err := ch.wanted(ctx, keys)
+	if err != nil {
+		return err
+	}
 	byTag := map[string][]string{}
 	for _, k := range keys {
 		if kind(k) != "" {
