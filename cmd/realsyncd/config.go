@@ -96,6 +96,22 @@ const (
 // production: 32 characters of a random hex string are 128 bits.
 const minProductionSecret = 32
 
+// secretFlags are the flags whose value may hold a secret (a Redis URL
+// its password, a seed given by mistake as user:password@host).
+var secretFlags = []string{"jwt-secret", "admin-token", "redis-url", "redis-cluster-addrs"}
+
+// hideSecrets keeps secretFlags' values out of the usage that -h, an
+// unknown flag or a flag without its value print: each flag's default
+// shown there is its variable's value (a tester's find: the JWT secret,
+// the admin token and a Redis password were printed).
+func hideSecrets(fs *flag.FlagSet) {
+	for _, name := range secretFlags {
+		if f := fs.Lookup(name); f != nil && f.DefValue != "" {
+			f.DefValue = "(set, not shown)"
+		}
+	}
+}
+
 // ParseConfig reads the environment through getenv and the flags in args.
 // Every bad value is reported, naming its variable.
 func ParseConfig(getenv func(string) string, args []string) (Config, error) {
@@ -168,6 +184,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if more != nil {
 		more(fs)
 	}
+	hideSecrets(fs)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

@@ -366,6 +366,12 @@ func TestParseConfigRedis(t *testing.T) {
 		{name: "ClusterNoPort", args: []string{"-redis-cluster-addrs", "redis-1:6379,redis-2"}, err: `REALSYNC_REDIS_CLUSTER_ADDRS: "redis-2" must be host:port`},
 		{name: "ClusterBadPort", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": "redis-1:0"}, err: "REALSYNC_REDIS_CLUSTER_ADDRS"},
 		{name: "ClusterNoHost", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": ":6379"}, err: "REALSYNC_REDIS_CLUSTER_ADDRS"},
+		// a seed given as user:password@host (a tester's find: echoed whole)
+		{name: "ClusterPasswordNoScheme", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": "app:" + secret + "@redis-1:6379"},
+			err: `REALSYNC_REDIS_CLUSTER_ADDRS: "xxxxx@redis-1:6379" must be host:port`},
+		// options that panicked the server at start (a tester's find)
+		{name: "PoolSizeNegative", env: map[string]string{"REALSYNC_REDIS_URL": "redis://:" + secret + "@127.0.0.1:6379/0?pool_size=-1"},
+			err: "REALSYNC_REDIS_URL: pool_size=-1: must be 0..10000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -505,5 +511,37 @@ func TestBurstReleaseSetting(t *testing.T) {
 				t.Fatalf("AfterBurst set: %v, want %v", !tc.on, tc.on)
 			}
 		})
+	}
+}
+
+// The usage printed for -h, an unknown flag or a flag without its value
+// shows no secret: each flag's default there is its variable's value (a
+// tester's find: the JWT secret, the admin token and the Redis password
+// were printed).
+func TestUsageHidesSecrets(t *testing.T) {
+	env := map[string]string{"REALSYNC_JWT_SECRET": "JWTSECRET-0123456789abcdef0123456789", "REALSYNC_ADMIN_TOKEN": "ADMINTOKEN-0123456789abcdef012345678",
+		"REALSYNC_REDIS_URL": "redis://app:REDISPASSWORD@h:6379/0", "REALSYNC_REDIS_CLUSTER_ADDRS": "app:SEEDPASSWORD@h:6379",
+		"REALSYNC_KEY_PREFIX": "shown-prefix"}
+	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-shards"}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := os.Stderr
+		os.Stderr = w
+		_, perr := ParseConfig(func(k string) string { return env[k] }, args)
+		os.Stderr = stderr
+		w.Close()
+		var out bytes.Buffer
+		out.ReadFrom(r) //nolint:errcheck // a pipe read to its end
+		r.Close()
+		if perr == nil || !strings.Contains(out.String(), "shown-prefix") {
+			t.Fatalf("%v: error %v, usage %q: want an error and the usage with the defaults", args, perr, out.String())
+		}
+		for _, secret := range []string{"JWTSECRET", "ADMINTOKEN", "REDISPASSWORD", "SEEDPASSWORD"} {
+			if strings.Contains(out.String(), secret) {
+				t.Errorf("%v: the usage shows %s", args, secret)
+			}
+		}
 	}
 }

@@ -43,7 +43,7 @@ type webhookSettings struct {
 	// random time below min(base·2^(n-1), max).
 	WebhookBackoffBase, WebhookBackoffMax time.Duration
 	// WebhookWorkers: REALSYNC_WEBHOOK_WORKERS, default 8: sends at once
-	// per instance, at most half of them (one at least) to one endpoint;
+	// per instance, to one endpoint all but one for each other endpoint, half at least;
 	// at a receiver's answer time t an instance sends at most Workers/t a
 	// second.
 	WebhookWorkers int
@@ -74,7 +74,7 @@ func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fun
 	fs.StringVar(&attempts, "webhook-max-attempts", env("REALSYNC_WEBHOOK_MAX_ATTEMPTS", "8"), "tries of a webhook delivery before it goes to the dead letters (REALSYNC_WEBHOOK_MAX_ATTEMPTS)")
 	fs.StringVar(&timeout, "webhook-timeout", env("REALSYNC_WEBHOOK_TIMEOUT", "10s"), "bound of one webhook try; a delivery left 6x as long by a dead instance is taken over (REALSYNC_WEBHOOK_TIMEOUT)")
 	fs.StringVar(&backoff, "webhook-backoff", env("REALSYNC_WEBHOOK_BACKOFF", "1s,10m"), "base,max of the full-jitter exponential wait before a webhook retry (REALSYNC_WEBHOOK_BACKOFF)")
-	fs.StringVar(&workers, "webhook-workers", env("REALSYNC_WEBHOOK_WORKERS", "8"), "webhook sends at once per instance, at most half to one endpoint (REALSYNC_WEBHOOK_WORKERS)")
+	fs.StringVar(&workers, "webhook-workers", env("REALSYNC_WEBHOOK_WORKERS", "8"), "webhook sends at once per instance; to one endpoint all but one for each other endpoint, half at least (REALSYNC_WEBHOOK_WORKERS)")
 	fs.StringVar(&backlog, "webhook-max-backlog", env("REALSYNC_WEBHOOK_MAX_BACKLOG", strconv.Itoa(webhookMaxDeliveries)), "one endpoint's webhook deliveries pending or retrying in a shard; past it its new events go to the dead letters untried (REALSYNC_WEBHOOK_MAX_BACKLOG)")
 	return func(bad func(name, msg string)) webhookSettings {
 		w := webhookSettings{WebhooksFile: file}

@@ -5,7 +5,9 @@ package redisurl
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,12 +15,24 @@ import (
 // hidden stands for a URL's user information in errors.
 const hidden = "xxxxx"
 
+// MaxPool bounds the URL's pool options (pool_size, min_idle_conns,
+// max_idle_conns, max_active_conns, pipeline_pool_size): go-redis takes
+// any number and panics when it builds the pool (a channel of that size).
+const MaxPool = 10_000
+
 // Parse is redis.ParseURL with an error that shows none of raw's user
 // information (user name and password): it shows raw with that part
-// replaced by xxxxx, or, when only that part is wrong, says so.
+// replaced by xxxxx, or, when only that part is wrong, says so. Options
+// redis.ParseURL takes but the client cannot work with are refused too:
+// a pool option outside 0..MaxPool (go-redis panics), a dial_timeout or
+// pool_timeout of 0 or below (for go-redis, no timeout: a dial or a wait
+// for a connection then fails at once, every time).
 func Parse(raw string) (*redis.Options, error) {
 	o, err := redis.ParseURL(raw)
 	if err == nil {
+		if err := usable(o); err != nil {
+			return nil, err
+		}
 		return o, nil
 	}
 	safe := Redact(raw)
@@ -31,16 +45,41 @@ func Parse(raw string) (*redis.Options, error) {
 	return nil, errors.New("the user name or password part of the URL is not valid (not shown): percent-encode its special characters, such as % as %25 and / as %2F")
 }
 
-// Redact returns raw with its user information, everything from "://" to
+func usable(o *redis.Options) error {
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"pool_size", o.PoolSize}, {"min_idle_conns", o.MinIdleConns}, {"max_idle_conns", o.MaxIdleConns},
+		{"max_active_conns", o.MaxActiveConns}, {"pipeline_pool_size", o.PipelinePoolSize}} {
+		if n.v < 0 || n.v > MaxPool {
+			return fmt.Errorf("%s=%d: must be 0..%d (0: go-redis' default)", n.name, n.v, MaxPool)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"dial_timeout", o.DialTimeout}, {"pool_timeout", o.PoolTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s: must be above 0 (0 or below turns it off in go-redis, and every dial or wait for a connection fails at once); leave it out for the default", d.name)
+		}
+	}
+	return nil
+}
+
+// Redact returns raw with its user information, everything from "://"
+// (or the start, in an address without a scheme: "user:pw@host:6379") to
 // the last "@", replaced by xxxxx. The last "@" and not the authority's
 // end: a password may hold an unescaped "/", "?" or "#", which would end
 // the authority early and leave the rest of the password in view (a host
 // name never holds "@").
 func Redact(raw string) string {
-	i := strings.Index(raw, "://")
+	i := strings.Index(raw, "://") + 3 // 2: no scheme
 	j := strings.LastIndex(raw, "@")
-	if i < 0 || j < i+3 {
+	if i == 2 {
+		i = 0
+	}
+	if j < i {
 		return raw
 	}
-	return raw[:i+3] + hidden + raw[j:]
+	return raw[:i] + hidden + raw[j:]
 }

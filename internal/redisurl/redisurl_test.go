@@ -22,6 +22,15 @@ func TestParseHidesCredentials(t *testing.T) {
 		{name: "SlashInPassword", raw: "redis://:S3cret/RedisPw@127.0.0.1:6379/x", secret: "RedisPw", err: "invalid database number"},
 		{name: "BadDatabase", raw: "redis://:S3cretRedisPw@127.0.0.1:6379/zero", secret: "S3cretRedisPw", err: `"zero"`},
 		{name: "NoCredentials", raw: "redis://127.0.0.1:63x93", err: "63x93"},
+		// options go-redis takes and then panics or fails on (a tester's
+		// find: pool_size=-1 panicked the server at start)
+		{name: "PoolSizeNegative", raw: "redis://:S3cretRedisPw@127.0.0.1:6379/0?pool_size=-1", secret: "S3cretRedisPw", err: "pool_size=-1: must be 0..10000"},
+		{name: "PoolSizeHuge", raw: "redis://127.0.0.1:6379/0?pool_size=9999999999", err: "pool_size=9999999999: must be 0..10000"},
+		{name: "MinIdleNegative", raw: "redis://127.0.0.1:6379/0?min_idle_conns=-3", err: "min_idle_conns=-3"},
+		{name: "MaxActiveHuge", raw: "redis://127.0.0.1:6379/0?max_active_conns=10001", err: "max_active_conns=10001"},
+		{name: "DialTimeoutOff", raw: "redis://127.0.0.1:6379/0?dial_timeout=0", err: "dial_timeout: must be above 0"},
+		{name: "PoolTimeoutOff", raw: "redis://127.0.0.1:6379/0?pool_timeout=-1s", err: "pool_timeout: must be above 0"},
+		{name: "GoodOptions", raw: "redis://127.0.0.1:6379/0?pool_size=10000&dial_timeout=2s&read_timeout=-1&min_idle_conns=0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,5 +47,23 @@ func TestParseHidesCredentials(t *testing.T) {
 				t.Fatalf("the error shows the password: %v", err)
 			}
 		})
+	}
+}
+
+// Redact hides the user information of a URL, or of an address given
+// without a scheme (a tester's find: REALSYNC_REDIS_CLUSTER_ADDRS
+// "app:pw@redis-1:6379" was echoed whole).
+func TestRedact(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://app:pw@h:6379/0":  "redis://xxxxx@h:6379/0",
+		"rediss://:p/w@h:6379":     "rediss://xxxxx@h:6379",
+		"app:Sup3rSecretPw@h:6379": "xxxxx@h:6379",
+		":pw@h:6379":               "xxxxx@h:6379",
+		"redis-1:6379":             "redis-1:6379",
+		"redis://h:6379":           "redis://h:6379",
+	} {
+		if got := Redact(raw); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
+		}
 	}
 }
