@@ -225,11 +225,16 @@ func normalize(at string, r Rules) (Rules, error) {
 	if r.Teams < 1 || r.Teams > MaxTeams {
 		bad("teams", "must be 1..%d", MaxTeams)
 	}
-	if r.TeamSize != 0 && r.Teams*r.TeamSize > MaxMatchPlayers {
-		bad("teamSize", "teams × teamSize must be at most %d", MaxMatchPlayers)
-	}
-	if r.TeamSize != 0 && r.Teams*r.TeamSize < 2 {
-		bad("teamSize", "a match needs at least 2 players")
+	// the product of the two only when each is in range: a huge one
+	// overflowed it (a tester's find: "a match needs at least 2 players"
+	// for 2^62 teams)
+	if sized := r.TeamSize >= 1 && r.TeamSize <= MaxMatchPlayers && r.Teams >= 1 && r.Teams <= MaxTeams; sized {
+		if r.Teams*r.TeamSize > MaxMatchPlayers {
+			bad("teamSize", "teams × teamSize must be at most %d", MaxMatchPlayers)
+		}
+		if r.Teams*r.TeamSize < 2 {
+			bad("teamSize", "a match needs at least 2 players")
+		}
 	}
 	if r.Window == (Window{}) {
 		r.Window = d.Window
@@ -247,11 +252,16 @@ func normalize(at string, r Rules) (Rules, error) {
 	if w.Step > 0 && time.Duration(w.Every) < MinWindowEvery {
 		bad("window.every", "must be at least %s when window.step is set", MinWindowEvery)
 	}
-	if w.Max < w.Start || math.IsInf(w.Max, 0) {
+	if w.Max < w.Start || math.IsNaN(w.Max) || math.IsInf(w.Max, 0) {
 		bad("window.max", "must be at least window.start")
 	}
 	if r.DefaultRating == nil {
 		r.DefaultRating = d.DefaultRating
+	}
+	if !finite(*r.DefaultRating) || math.Abs(*r.DefaultRating) > MaxRating {
+		// a ticket's own rating is held to the same (a NaN here made every
+		// ticket create of the mode a 500 and every pass fail)
+		bad("defaultRating", "must be a number within ±%g", MaxRating)
 	}
 	if r.RegionFallback < 0 {
 		bad("regionFallback", "must be 0 or more")
@@ -282,12 +292,21 @@ func normalize(at string, r Rules) (Rules, error) {
 		if a.Equal == ranged {
 			bad(f, "give equal: true or a range (min and/or max), one of them")
 		}
+		if a.Min != nil && !finite(*a.Min) {
+			bad(f+".min", "must be a finite number")
+		}
+		if a.Max != nil && !finite(*a.Max) {
+			bad(f+".max", "must be a finite number")
+		}
 		if a.Min != nil && a.Max != nil && *a.Max < *a.Min {
 			bad(f+".max", "must be at least min")
 		}
 	}
 	return r, errors.Join(errs...)
 }
+
+// finite is a number neither NaN nor infinite (YAML's .nan, .inf).
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // Size is the players of a full match; Needed the fewest a match may
 // have.

@@ -10,8 +10,8 @@ func TestParseRules(t *testing.T) {
 	cases := []struct {
 		name string
 		file string
-		// err: a substring of the error ("" parses)
-		err string
+		// err: a substring of the error ("" parses); notErr: not in it
+		err, notErr string
 		// check runs on the parsed set when it parses
 		check func(t *testing.T, rs RuleSet)
 	}{
@@ -55,6 +55,15 @@ modes:
 		{name: "TooMany", file: "modes:\n  a:\n    teams: 9\n    teamSize: 8\n", err: "at most 64"},
 		{name: "MaxBelowMin", file: "modes:\n  a:\n    minPlayers: 4\n    maxPlayers: 3\n", err: "modes.a.maxPlayers"},
 		{name: "WindowMaxBelowStart", file: "modes:\n  a:\n    window: {start: 100, step: 10, every: 1s, max: 50}\n", err: "modes.a.window.max"},
+		// values YAML allows that no rule can hold (a tester's finds: a
+		// NaN started the server and made every ticket create a 500)
+		{name: "WindowMaxNaN", file: "modes:\n  a:\n    window: {start: 100, step: 100, every: 5s, max: .nan}\n", err: "modes.a.window.max"},
+		{name: "DefaultRatingNaN", file: "modes:\n  a:\n    defaultRating: .nan\n", err: "modes.a.defaultRating: must be a number within"},
+		{name: "DefaultRatingInf", file: "modes:\n  a:\n    defaultRating: -.inf\n", err: "modes.a.defaultRating"},
+		{name: "DefaultRatingTooHigh", file: "modes:\n  a:\n    defaultRating: 2e9\n", err: "modes.a.defaultRating"},
+		{name: "AttributeMinNaN", file: "modes:\n  a:\n    attributes: [{name: level, min: .nan}]\n", err: "modes.a.attributes[0].min: must be a finite number"},
+		{name: "AttributeMaxInf", file: "modes:\n  a:\n    attributes: [{name: level, max: .inf}]\n", err: "modes.a.attributes[0].max: must be a finite number"},
+		{name: "TeamsOverflow", file: "modes:\n  a:\n    teams: 4611686018427387904\n    teamSize: 4\n", err: "modes.a.teams: must be 1..", notErr: "at least 2 players"},
 		{name: "WindowEveryMissing", file: "modes:\n  a:\n    window: {start: 100, step: 10, max: 500}\n", err: "modes.a.window.every"},
 		{name: "BadDuration", file: "modes:\n  a:\n    ticketTTL: forever\n", err: "forever"},
 		{name: "TTLTooLong", file: "modes:\n  a:\n    ticketTTL: 2h\n", err: "modes.a.ticketTTL"},
@@ -68,6 +77,9 @@ modes:
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want one with %q", err, c.err)
+				}
+				if c.notErr != "" && strings.Contains(err.Error(), c.notErr) {
+					t.Fatalf("err %v, want none with %q", err, c.notErr)
 				}
 				return
 			}
