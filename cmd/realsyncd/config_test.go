@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -543,5 +544,19 @@ func TestUsageHidesSecrets(t *testing.T) {
 				t.Errorf("%v: the usage shows %s", args, secret)
 			}
 		}
+	}
+}
+
+// environNotes names the REALSYNC_ variables no setting has and those set
+// empty (a tester's finds: REALSYNC_SHRADS=8 and REALSYNC_ENV= started
+// without a word, the latter in development).
+func TestEnvironNotes(t *testing.T) {
+	unknown, empty := environNotes([]string{"PATH=/bin", "REALSYNC_SHRADS=8", "REALSYNC_SHARDS=8", "REALSYNC_ENV=",
+		"REALSYNC_KEY_PREFIX=", "REALSYNC_MAX_ROOMS_OWN=1", "REALSYNC_WEBHOOK_WORKERS=4", "REALSYNC_MODE_STRIPES=1", "NOT_REALSYNC_X="})
+	if want := []string{"REALSYNC_MAX_ROOMS_OWN", "REALSYNC_SHRADS"}; !slices.Equal(unknown, want) {
+		t.Errorf("unknown %v, want %v", unknown, want)
+	}
+	if want := []string{"REALSYNC_ENV", "REALSYNC_KEY_PREFIX"}; !slices.Equal(empty, want) {
+		t.Errorf("empty %v, want %v", empty, want)
 	}
 }

@@ -54,6 +54,13 @@ func main() {
 	}
 	log := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 	redis.SetLogger(redisLogger{log}) // go-redis' global logger: set here only
+	unknown, empty := environNotes(os.Environ())
+	if len(unknown) > 0 {
+		log.Warn("REALSYNC_ variables no setting has, ignored (misspelt?)", "names", strings.Join(unknown, ","))
+	}
+	if len(empty) > 0 {
+		log.Warn("REALSYNC_ variables set empty: their defaults apply, as when unset", "names", strings.Join(empty, ","))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, cfg, log, nil); err != nil {
@@ -444,6 +451,7 @@ func logIdleTrim(idle time.Duration) time.Duration {
 }
 
 func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
+	log.Info("starting", "env", cfg.Env, "version", buildVersion())
 	switch {
 	case st.Embedded():
 		log.Warn("no Redis configured: using the embedded in-process store; data is kept in memory only and lost on exit")
