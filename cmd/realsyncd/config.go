@@ -354,6 +354,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	parseHardening(h, &c, bad)
 	c.checkRuleModes(bad)
+	c.checkStripeModes(bad)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}

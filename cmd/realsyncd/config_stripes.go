@@ -2,8 +2,13 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
 
@@ -33,5 +38,20 @@ func stripeFlags(fs *flag.FlagSet, env func(k, def string) string) func(shards i
 			return stripeSettings{}
 		}
 		return stripeSettings{ModeStripes: st}
+	}
+}
+
+// checkStripeModes refuses a per-mode stripe count of a name no room can
+// have, or of a mode REALSYNC_MODES does not allow: the override would
+// never apply, and the mode meant (a typo, RANKED for ranked) would stay
+// on one shard without a word (a tester's find).
+func (c Config) checkStripeModes(bad func(name, msg string)) {
+	for _, m := range slices.Sorted(maps.Keys(c.ModeStripes.Modes)) {
+		switch {
+		case !rooms.ValidName(m):
+			bad("REALSYNC_MODE_STRIPES", fmt.Sprintf("mode %q: a mode is 1..32 of a-z 0-9 _ -, starting with a letter or digit", m))
+		case len(c.Modes) > 0 && !slices.Contains(c.Modes, m):
+			bad("REALSYNC_MODE_STRIPES", fmt.Sprintf("mode %q is not allowed by REALSYNC_MODES (%s): its rooms are refused, so the stripe count would never apply", m, strings.Join(c.Modes, ",")))
+		}
 	}
 }

@@ -6,7 +6,8 @@ import (
 
 // REALSYNC_MODE_STRIPES: 1 by default, K or K,mode=K,... parse, the flag
 // wins, and every bad value (not a number, below 1, above the shard count,
-// a mode without a count, an item twice) is reported naming the variable;
+// a mode without a count, an item twice, a mode no room can have or
+// REALSYNC_MODES does not allow) is reported naming the variable;
 // the store gets what was parsed.
 func TestParseConfigModeStripes(t *testing.T) {
 	const v = "REALSYNC_MODE_STRIPES"
@@ -32,6 +33,12 @@ func TestParseConfigModeStripes(t *testing.T) {
 		{name: "AboveShards", env: map[string]string{v: "9", "REALSYNC_SHARDS": "8"}, err: v},
 		{name: "ModeAboveShards", env: map[string]string{v: "1,ranked=17"}, err: v},
 		{name: "FlagBad", args: []string{"-mode-stripes", "-1"}, err: v},
+		// a mode no room can have, or not allowed: the override would never
+		// apply (a tester's find: both were taken without a word)
+		{name: "ModeNotAName", env: map[string]string{v: "1,a b=2"}, err: v + `: mode "a b": a mode is 1..32`},
+		{name: "ModeUpperCase", env: map[string]string{v: "1,RANKED=3"}, err: v + `: mode "RANKED"`},
+		{name: "ModeNotAllowed", env: map[string]string{v: "1,ranked=3", "REALSYNC_MODES": "battle"}, err: v + `: mode "ranked" is not allowed by REALSYNC_MODES (battle)`},
+		{name: "ModeAllowed", env: map[string]string{v: "1,ranked=3", "REALSYNC_MODES": "battle,ranked"}, want: "1,ranked=3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
