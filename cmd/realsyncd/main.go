@@ -233,7 +233,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	}
 	ln = withUserTimeout(ln, cfg.TCPUserTimeout, log) // a client that vanished: its stream ends
 	if cfg.PprofAddr != "" {
-		go servePprof(cfg.PprofAddr, log)
+		stopPprof, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLS(), "h2c", cfg.H2C, "demo", demoURL(cfg.scheme(), ln.Addr()))
 	if ready != nil {
@@ -469,18 +474,27 @@ func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
 }
 
 // servePprof serves the profiler on its own loopback listener, apart from
-// the API.
-func servePprof(addr string, log *slog.Logger) {
+// the API; an address it cannot listen on ends the start, as the metrics'
+// does (a tester's find: it was logged, and the instance ran without it).
+// stop ends it.
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("REALSYNC_PPROF_ADDR: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	log.Info("pprof", "addr", addr)
-	srv := &http.Server{Addr: addr, Handler: bodyDeadline(mux, 10*time.Second), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
-	if err := srv.ListenAndServe(); err != nil {
-		log.Error("pprof", "err", err)
-	}
+	log.Info("pprof", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: bodyDeadline(mux, 10*time.Second), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pprof", "err", err)
+		}
+	}()
+	return func() { srv.Close() }, nil
 }
 
 // bodyDeadline gives a request that has a body d to send it, and closes
