@@ -44,7 +44,9 @@ func migrateMain(getenv func(string) string, args []string, stdout, stderr io.Wr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m, err := st.Migrate(ctx, migrate.Options{DryRun: dry, Log: log})
-	report(stdout, cfg.KeyPrefix, dry, m)
+	if err == nil || len(m.Steps) > 0 { // a failure before any step read nothing: no "nothing to migrate"
+		report(stdout, cfg.KeyPrefix, dry, m)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "realsyncd migrate:", err)
 		return 1
