@@ -560,3 +560,34 @@ func TestEnvironNotes(t *testing.T) {
 		t.Errorf("empty %v, want %v", empty, want)
 	}
 }
+
+// A production instance warns of the settings that leave it open to
+// abuse (a tester's find: only REALSYNC_GUEST_AUTH=true was warned of).
+func TestProductionRisks(t *testing.T) {
+	prod := map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat("s", 32), "REALSYNC_REDIS_URL": "redis://127.0.0.1:6379"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"Safe", map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/8"}, nil},
+		{"LimitsOff", map[string]string{"REALSYNC_RATE_LIMITS": "off"}, []string{"REALSYNC_RATE_LIMITS=off"}},
+		{"EveryProxy", map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/8,0.0.0.0/0,::/0"}, []string{"holds 0.0.0.0/0", "holds ::/0"}},
+		{"Development", map[string]string{"REALSYNC_ENV": "development", "REALSYNC_RATE_LIMITS": "off"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := maps.Clone(prod)
+			maps.Copy(env, tc.env)
+			c, _ := parseCase(t, env, nil, "")
+			got := productionRisks(c)
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d: %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %q, want one with %q", got[i], w)
+				}
+			}
+		})
+	}
+}

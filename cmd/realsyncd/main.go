@@ -468,9 +468,31 @@ func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
 	if cfg.guestForced {
 		log.Warn("REALSYNC_GUEST_AUTH=true in production: anyone can get a token and create rooms")
 	}
+	for _, w := range productionRisks(cfg) {
+		log.Warn(w)
+	}
 	if cfg.secretGenerated {
 		log.Warn("REALSYNC_JWT_SECRET is not set: using a random secret; tokens die with this process and other instances reject them")
 	}
+}
+
+// productionRisks are the settings a production instance runs with that
+// leave it open to abuse, one warning each (a tester's find: only the
+// guest tokens were warned of).
+func productionRisks(cfg Config) []string {
+	if cfg.Env != envProduction {
+		return nil
+	}
+	var out []string
+	if cfg.RateLimits.Off {
+		out = append(out, "REALSYNC_RATE_LIMITS=off in production: no request is limited, a client can flood every route")
+	}
+	for _, p := range cfg.TrustedProxies {
+		if p.Bits() == 0 {
+			out = append(out, "REALSYNC_TRUSTED_PROXIES holds "+p.String()+" in production: any client's X-Forwarded-For is believed, so per-address limits and logs name whom it says")
+		}
+	}
+	return out
 }
 
 // servePprof serves the profiler on its own loopback listener, apart from
