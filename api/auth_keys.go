@@ -74,11 +74,18 @@ var errKeys = errors.New("bad JWKS file")
 // Public keys only: an RSA, EC or OKP key with private parameters is
 // refused (the file is copied to every instance; the studio's signing key
 // must stay with the studio). HMAC keys have at least 32 bytes, RSA keys
-// at least 2048 bits. An empty set is valid (no studio keys).
+// at least 2048 bits. An empty set is valid (no studio keys), written as
+// one: a file without the "keys" member (null, {}) is refused, as most
+// likely truncated or another file (a tester's find: it loaded, with no
+// key).
 func ParseJWKS(data []byte) ([]Key, error) {
 	var set jwkset.JWKSMarshal
 	if err := json.Unmarshal(data, &set); err != nil {
 		return nil, fmt.Errorf("%w: %v", errKeys, err)
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data, &members) != nil || members["keys"] == nil || string(members["keys"]) == "null" {
+		return nil, fmt.Errorf(`%w: no "keys" member (RFC 7517); {"keys": []} is a set of none`, errKeys)
 	}
 	keys := make([]Key, 0, len(set.Keys))
 	seen := map[string]bool{}
