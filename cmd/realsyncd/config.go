@@ -251,9 +251,9 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	default:
 		c.guestForced = c.GuestAuth && c.Env == envProduction
 	}
-	if c.Env == envProduction && len(c.JWTSecret) < minProductionSecret {
+	if c.Env == envProduction && (len(c.JWTSecret) < minProductionSecret || distinct(c.JWTSecret) < minDistinct) {
 		// never echo the value: it is a secret
-		bad("REALSYNC_JWT_SECRET", fmt.Sprintf("is required in production, at least %d characters, the same on every instance (e.g. openssl rand -hex 32)", minProductionSecret))
+		bad("REALSYNC_JWT_SECRET", fmt.Sprintf("is required in production, at least %d characters, %d of them different, the same on every instance (e.g. openssl rand -hex 32)", minProductionSecret, minDistinct))
 	}
 	if c.Env == envProduction && c.RedisURL == "" && len(c.ClusterAddrs) == 0 {
 		// a blanked Secret or a lone comma is as good as unset: the
@@ -321,7 +321,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	if c.AdminToken != "" && !validAdminToken(c.AdminToken) {
 		// never echo the value: it is a secret
-		bad("REALSYNC_ADMIN_TOKEN", fmt.Sprintf("must be at least %d visible ASCII characters without spaces (e.g. openssl rand -hex 32)", minAdminToken))
+		bad("REALSYNC_ADMIN_TOKEN", fmt.Sprintf("must be at least %d visible ASCII characters without spaces, %d of them different (e.g. openssl rand -hex 32)", minAdminToken, minDistinct))
 	}
 	if c.AdvertiseAddr != "" && !validHostPort(c.AdvertiseAddr) {
 		bad("REALSYNC_ADVERTISE_ADDR", "must be host:port such as rs-1.internal:8080")
@@ -442,11 +442,31 @@ func parseProxies(s string) ([]netip.Prefix, error) {
 // random hex string are 128 bits.
 const minAdminToken = 32
 
-// validAdminToken: at least minAdminToken visible ASCII characters (a
+// minDistinct is the fewest different bytes of a production JWT secret or
+// an admin token: 32 random hex characters have about 14, and a value of
+// one character repeated (32 spaces, a tester's find) passed the length
+// alone.
+const minDistinct = 8
+
+// distinct counts the different bytes of s.
+func distinct(s string) int {
+	var seen [256]bool
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !seen[s[i]] {
+			seen[s[i]] = true
+			n++
+		}
+	}
+	return n
+}
+
+// validAdminToken: at least minAdminToken visible ASCII characters,
+// minDistinct of them different (a
 // bearer token's spaces would be trimmed, and other bytes garbled by
 // proxies).
 func validAdminToken(t string) bool {
-	if len(t) < minAdminToken {
+	if len(t) < minAdminToken || distinct(t) < minDistinct {
 		return false
 	}
 	for i := 0; i < len(t); i++ {

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,7 +99,7 @@ func TestParseConfigMatchCommit(t *testing.T) {
 // variable; the flag wins.
 func TestParseConfigPartyConsent(t *testing.T) {
 	const consent = "REALSYNC_PARTY_CONSENT"
-	prod := map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat("s", 32), "REALSYNC_REDIS_URL": "redis://r:6379/0"}
+	prod := map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": "0f3c9a7e51d24b68aa9e7c03b5d1f2e4", "REALSYNC_REDIS_URL": "redis://r:6379/0"}
 	with := func(m map[string]string, k, v string) map[string]string {
 		out := maps.Clone(m)
 		if out == nil {

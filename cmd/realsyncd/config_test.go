@@ -107,7 +107,7 @@ func TestParseConfigRateLimits(t *testing.T) {
 // REALSYNC_ENV sets the guest default and requires a secret and a Redis
 // in production; the JWT settings parse, and bad values name their variable.
 func TestParseConfigIdentity(t *testing.T) {
-	secret := strings.Repeat("s", 32)
+	secret := "0f3c9a7e51d24b68aa9e7c03b5d1f2e4"
 	const redisURL = "redis://redis.internal:6379/0"
 	jwks, badJWKS := filepath.Join(t.TempDir(), "jwks.json"), filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(jwks, []byte(`{"keys":[{"kty":"oct","kid":"studio","alg":"HS256","k":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}]}`), 0o600)
@@ -147,6 +147,14 @@ func TestParseConfigIdentity(t *testing.T) {
 		{name: "ProductionClusterNoAddress", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret,
 			"REALSYNC_REDIS_CLUSTER_ADDRS": " , "}, err: "REALSYNC_REDIS_URL or REALSYNC_REDIS_CLUSTER_ADDRS: one is required in production"},
 		{name: "ProductionShortSecret", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": "short"}, err: "REALSYNC_JWT_SECRET"},
+		// long enough, but one character (32 spaces, a tester's find) or
+		// seven over and over
+		{name: "ProductionSecretOneCharacter", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat(" ", 40),
+			"REALSYNC_REDIS_URL": redisURL}, err: "REALSYNC_JWT_SECRET: is required in production, at least 32 characters, 8 of them different"},
+		{name: "ProductionSecretSevenCharacters", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat("abcdefg", 5),
+			"REALSYNC_REDIS_URL": redisURL}, err: "REALSYNC_JWT_SECRET"},
+		{name: "ProductionSecretEightCharacters", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat("abcdefgh", 4),
+			"REALSYNC_REDIS_URL": redisURL}, leeway: 30 * time.Second},
 		{name: "BadLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "-1s"}, err: "REALSYNC_JWT_LEEWAY"},
 		{name: "HugeLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "1h"}, err: "REALSYNC_JWT_LEEWAY"},
 		{name: "KeysFileMissing", env: map[string]string{"REALSYNC_JWT_KEYS_FILE": "/nonexistent/jwks.json"},
@@ -564,7 +572,7 @@ func TestEnvironNotes(t *testing.T) {
 // A production instance warns of the settings that leave it open to
 // abuse (a tester's find: only REALSYNC_GUEST_AUTH=true was warned of).
 func TestProductionRisks(t *testing.T) {
-	prod := map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat("s", 32), "REALSYNC_REDIS_URL": "redis://127.0.0.1:6379"}
+	prod := map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": "0f3c9a7e51d24b68aa9e7c03b5d1f2e4", "REALSYNC_REDIS_URL": "redis://127.0.0.1:6379"}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
