@@ -13,7 +13,8 @@ import (
 // realsync_webhook_deliveries_total{endpoint,outcome},
 // realsync_webhook_backlog_refused_total{endpoint},
 // realsync_webhook_backlog{endpoint}, realsync_webhook_max_backlog and
-// realsync_webhook_outbox_lag_seconds; and the endpoints file's reloads,
+// realsync_webhook_outbox_lag_seconds, realsync_webhook_delivery_lag_seconds;
+// and the endpoints file's reloads,
 // realsync_webhooks_file_reloads_total{result}. The endpoint label is an
 // endpoint id of the endpoints file. The counters of every endpoint of
 // the file start at 0 when the file is loaded or reloaded with it (so
@@ -21,14 +22,15 @@ import (
 // reload keeps its counters until the instance restarts, and loses its
 // backlog gauge at once.
 type webhookMetrics struct {
-	tries   *prometheus.CounterVec
-	refused *prometheus.CounterVec
-	backlog *prometheus.GaugeVec
-	bound   prometheus.Gauge
-	lag     prometheus.Gauge
-	reloads *prometheus.CounterVec
-	mu      *sync.Mutex
-	inForce map[string]bool // the endpoints of the file (mu): the backlog gauge's series
+	tries       *prometheus.CounterVec
+	refused     *prometheus.CounterVec
+	backlog     *prometheus.GaugeVec
+	bound       prometheus.Gauge
+	lag         prometheus.Gauge
+	deliveryLag prometheus.Gauge
+	reloads     *prometheus.CounterVec
+	mu          *sync.Mutex
+	inForce     map[string]bool // the endpoints of the file (mu): the backlog gauge's series
 }
 
 // webhookOutcomes are realsync_webhook_deliveries_total's outcomes
@@ -52,13 +54,15 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 			Help: "REALSYNC_WEBHOOK_MAX_BACKLOG in force on this instance (0: webhooks off): the bound realsync_webhook_backlog is checked against."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
 			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full or every endpoint at its backlog bound; 0 when it found them empty: how far delivery runs behind the rooms."}),
+		deliveryLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_delivery_lag_seconds",
+			Help: "Age of the oldest event waiting in any shard's webhook deliveries (fanned out to an endpoint, not delivered: its try under way, waiting for a worker, or back from the retries), read from Redis every 5 s: the same on every instance; 0 when they are empty. realsync_webhook_backlog names the endpoints behind."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
 			[]string{"result"}),
 		mu:      new(sync.Mutex),
 		inForce: map[string]bool{},
 	}
-	reg.MustRegister(w.tries, w.refused, w.backlog, w.bound, w.lag, w.reloads)
+	reg.MustRegister(w.tries, w.refused, w.backlog, w.bound, w.lag, w.deliveryLag, w.reloads)
 	w.reloads.WithLabelValues("ok")
 	w.reloads.WithLabelValues("error")
 	return w
@@ -131,3 +135,6 @@ func (m *Metrics) WebhookRefused(endpoint string) {
 
 // WebhookLag implements webhooks.Metrics.
 func (m *Metrics) WebhookLag(d time.Duration) { m.webhooks.lag.Set(d.Seconds()) }
+
+// WebhookDeliveryLag implements webhooks.Metrics.
+func (m *Metrics) WebhookDeliveryLag(d time.Duration) { m.webhooks.deliveryLag.Set(d.Seconds()) }

@@ -176,6 +176,14 @@ type Metrics interface {
 	// its backlog bound) over every shard; 0
 	// when it found every outbox empty.
 	WebhookLag(d time.Duration)
+	// WebhookDeliveryLag is, with WebhookBacklog, the age of the oldest
+	// event waiting in any shard's deliveries (fanned out, not delivered:
+	// its try under way, waiting for a worker, or back from the retries),
+	// read from Redis: the same on every instance; 0 when they are empty.
+	// WebhookLag stops at the fan-out: an endpoint one try at a time
+	// behind kept it at 0 while its deliveries waited 29 minutes (a
+	// soak's find).
+	WebhookDeliveryLag(d time.Duration)
 }
 
 // Config configures a Dispatcher. Zero values take the defaults
@@ -496,9 +504,11 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 }
 
 // reportBacklog gives Metrics.WebhookBacklog each endpoint in force's
-// backlog in its fullest shard, once BacklogEvery has passed since the
-// last report: one pipelined HGETALL of every shard's backlog hash (a
-// field per endpoint with deliveries there). The fullest shard's is the
+// backlog in its fullest shard, and Metrics.WebhookDeliveryLag the age of
+// the oldest event in the deliveries, once BacklogEvery has passed since
+// the last report: one pipelined HGETALL of every shard's backlog hash (a
+// field per endpoint with deliveries there) and XRANGE of its first
+// delivery. The fullest shard's is the
 // figure the fan-out checks MaxBacklog against, so its gauge over the
 // bound says how close the endpoint's first refusal is; a sum over the
 // shards would not (it may be several times the bound before any).
@@ -508,9 +518,11 @@ func (d *Dispatcher) reportBacklog(ctx context.Context) error {
 	}
 	k := keys{d.b}
 	cmds := make([]*redis.MapStringStringCmd, d.b.Shards)
+	oldest := make([]*redis.XMessageSliceCmd, d.b.Shards)
 	_, err := d.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for sh := range cmds {
 			cmds[sh] = p.HGetAll(ctx, k.backlog(sh))
+			oldest[sh] = p.XRangeN(ctx, k.deliveries(sh), "-", "+", 1)
 		}
 		return nil
 	})
@@ -531,6 +543,20 @@ func (d *Dispatcher) reportBacklog(ctx context.Context) error {
 		}
 	}
 	d.cfg.Metrics.WebhookBacklog(out)
+	var lag time.Duration
+	for _, c := range oldest {
+		for _, e := range c.Val() {
+			// the event's time: its outbox entry's id, ending the message
+			// id (msg_<shard>_<outbox id>); the delivery's own id is when
+			// it was fanned out, or came back from the retries
+			id := e.ID
+			if m, ok := e.Values["m"].(string); ok {
+				id = m[strings.LastIndexByte(m, '_')+1:]
+			}
+			lag = max(lag, d.age(id))
+		}
+	}
+	d.cfg.Metrics.WebhookDeliveryLag(lag)
 	return nil
 }
 

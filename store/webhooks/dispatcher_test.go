@@ -719,10 +719,11 @@ type lagRecorder struct {
 	lag []time.Duration
 }
 
-func (r *lagRecorder) WebhookDelivered(string, string) {}
-func (r *lagRecorder) WebhookRefused(string)           {}
-func (r *lagRecorder) WebhookEndpoints([]string)       {}
-func (r *lagRecorder) WebhookBacklog(map[string]int64) {}
+func (r *lagRecorder) WebhookDelivered(string, string)  {}
+func (r *lagRecorder) WebhookRefused(string)            {}
+func (r *lagRecorder) WebhookEndpoints([]string)        {}
+func (r *lagRecorder) WebhookBacklog(map[string]int64)  {}
+func (r *lagRecorder) WebhookDeliveryLag(time.Duration) {}
 func (r *lagRecorder) WebhookLag(d time.Duration) {
 	r.mu.Lock()
 	r.lag = append(r.lag, d)
@@ -974,11 +975,13 @@ func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
 // outcomeRecorder records the dispatcher's tries by outcome, its lag and
 // its backlogs.
 type outcomeRecorder struct {
-	mu       sync.Mutex
-	out      []string
-	lag      time.Duration    // the last round's
-	eps      []string         // the last WebhookEndpoints
-	backlogs map[string]int64 // the last WebhookBacklog
+	mu          sync.Mutex
+	out         []string
+	lag         time.Duration    // the last round's
+	deliveryLag time.Duration    // the last WebhookDeliveryLag
+	reports     int              // WebhookDeliveryLag's
+	eps         []string         // the last WebhookEndpoints
+	backlogs    map[string]int64 // the last WebhookBacklog
 }
 
 func (r *outcomeRecorder) WebhookEndpoints(ids []string) {
@@ -1016,6 +1019,20 @@ func (r *outcomeRecorder) WebhookLag(d time.Duration) {
 	r.mu.Lock()
 	r.lag = d
 	r.mu.Unlock()
+}
+func (r *outcomeRecorder) WebhookDeliveryLag(d time.Duration) {
+	r.mu.Lock()
+	r.deliveryLag = d
+	r.reports++
+	r.mu.Unlock()
+}
+
+// lags are the last round's outbox lag, the last delivery lag and the
+// delivery lag reports so far.
+func (r *outcomeRecorder) lags() (outbox, delivery time.Duration, reports int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lag, r.deliveryLag, r.reports
 }
 
 // lastLag is the lag the last round reported.
@@ -1670,4 +1687,59 @@ func TestWebhooksFullRedisRecounts(t *testing.T) {
 	}
 	redistest.Unfill(t, srv.Addr)
 	checkBacklogCounts(t, s, prefix)
+}
+
+// TestWebhooksDeliveryLagWhileSendsWait: realsync_webhook_delivery_lag_seconds
+// is the age of the oldest event in the deliveries, fanned out but not
+// delivered: above 0 while an endpoint's sends hang (its events
+// waiting), where the outbox lag is 0 (every event fanned out), and 0 once
+// they are delivered. A soak's find: an endpoint one try at a time behind
+// held deliveries 29 minutes while the only lag gauge read 0.
+func TestWebhooksDeliveryLagWhileSendsWait(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			release := make(chan struct{})
+			send := func(ctx context.Context, _ webhooks.Delivery) error {
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			m := &outcomeRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 1, Metrics: m,
+				BacklogEvery: time.Nanosecond, Poll: 10 * time.Millisecond, ShutdownWait: time.Second,
+				Endpoints: []webhooks.Endpoint{{ID: "slow", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roomEvents(t, s)
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(ctx, func(err error) { t.Error(err) }) }()
+			stop := func() { cancel(); <-ran }
+			waitFor := func(what string, ok func(outbox, delivery time.Duration) bool) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					_, _, before := m.lags()
+					time.Sleep(20 * time.Millisecond) // a report after this moment
+					outbox, delivery, after := m.lags()
+					if after > before && ok(outbox, delivery) {
+						return
+					}
+					if time.Now().After(deadline) {
+						stop()
+						t.Fatalf("%s: outbox lag %v, delivery lag %v", what, outbox, delivery)
+					}
+				}
+			}
+			waitFor("every event fanned out, one send hung", func(outbox, delivery time.Duration) bool { return outbox == 0 && delivery > 0 })
+			close(release)
+			waitFor("every event delivered", func(outbox, delivery time.Duration) bool { return outbox == 0 && delivery == 0 })
+			stop()
+		})
+	}
 }
