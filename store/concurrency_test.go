@@ -122,6 +122,34 @@ func TestConcurrentChurnKeepsInvariants(t *testing.T) {
 			// one instant, it finds nothing; read key by key, it saw a
 			// room's log a version past its hash
 			churned, checked := make(chan struct{}), make(chan int)
+			// rooms made and closed meanwhile, some between the checker's
+			// key scan and its read: a room made after the scan is passed
+			// over, its index entries and stats with it
+			made := make(chan int)
+			go func() {
+				n := 0
+				defer func() { made <- n }()
+				for i := 0; ; i++ {
+					select {
+					case <-churned:
+						return
+					default:
+					}
+					u := user(100 + i%8)
+					j, err := s2.Create(ctx, u, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers, r.Mode = 5, fmt.Sprintf("m%d", i%2) }))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					n++
+					if i%2 == 0 {
+						if err := s2.Delete(ctx, u, j.Room.ID); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
 			go func() {
 				n := 0
 				defer func() { checked <- n }()
@@ -162,12 +190,12 @@ func TestConcurrentChurnKeepsInvariants(t *testing.T) {
 			}
 			wg.Wait()
 			close(churned)
-			checks := <-checked
+			checks, creates := <-checked, <-made
 			if unexpected.Load() > 0 {
 				t.Fatalf("%d unexpected errors", unexpected.Load())
 			}
-			t.Logf("successes: join %d, leave %d, kick %d, update %d, patch %d; %d checks while they ran",
-				done[0].Load(), done[1].Load(), done[2].Load(), done[3].Load(), done[4].Load(), checks)
+			t.Logf("successes: join %d, leave %d, kick %d, update %d, patch %d; %d checks and %d creates while they ran",
+				done[0].Load(), done[1].Load(), done[2].Load(), done[3].Load(), done[4].Load(), checks, creates)
 			for kind, name := range []string{"join", "leave", "kick", "update", "patch"} {
 				if done[kind].Load() == 0 {
 					t.Errorf("no %s succeeded: the churn did not exercise it", name)

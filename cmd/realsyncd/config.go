@@ -204,7 +204,13 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	c.browseSettings = browsing(bad)
 	c.playerSettings = playerOpts(bad)
 	c.webhookSettings = webhooks(bad)
-	if cluster != "" {
+	switch {
+	case strings.Contains(cluster, "@"):
+		// a user name and password given by mistake: split on "," first, a
+		// "," of the password left a part of it in a seed's error (a
+		// reviewer's find); none is shown
+		bad("REALSYNC_REDIS_CLUSTER_ADDRS", "holds an @ (a user name or password? not shown): give host:port seeds only, comma-separated, such as redis-1:6379")
+	case cluster != "":
 		for _, a := range strings.Split(cluster, ",") {
 			switch a = strings.TrimSpace(a); {
 			case a == "":

@@ -84,13 +84,17 @@ func (ch *checker) wanted(ctx context.Context, keys []string) ([]string, error) 
 	}); err != nil {
 		return nil, err
 	}
+	for _, k := range keys {
+		if kind(k) != "" { // every shard seen: its own keys
+			for _, key := range []string{"users", "codes", "stats", "ckeys", "presence:due", "rooms:due"} {
+				set[k[:strings.IndexByte(k, '}')+1]+":"+key] = true
+			}
+		}
+	}
 	for i, k := range found {
 		tag := k[1:strings.IndexByte(k, '}')]
 		for _, part := range []string{":players", ":users", ":state", ":log", ":conn", ":presence"} {
 			set[k+part] = true
-		}
-		for _, key := range []string{"users", "codes", "stats", "ckeys", "presence:due", "rooms:due"} {
-			set["{"+tag+"}:"+key] = true
 		}
 		v := modes[i].Val()
 		m, _ := v[0].(string)
@@ -177,18 +181,22 @@ func (ch *checker) read(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// late reports a room missing from the snapshot that exists now: made
-// after the key scan, so that its keys were not all read. What names it
-// is not checked against it.
-func (ch *checker) late(ctx context.Context, tag, id string) bool {
-	if ch.made == nil {
-		ch.made = map[string]bool{}
+// late reports a room the snapshot's schedule of every room of its shard
+// (rooms:due, written with the room) holds but whose keys were not read:
+// made after the key scan. What names it is not checked against it. A
+// room the schedule does not hold is gone (or never was).
+func (ch *checker) late(tag, id string) bool {
+	_, scheduled := ch.score["{"+tag+"}:rooms:due"][id]
+	return scheduled && ch.rooms[tag+"|"+id] == nil
+}
+
+// madeLate reports a room of the shard tag made after the key scan (late):
+// the shard's stats count it.
+func (ch *checker) madeLate(tag string) bool {
+	for _, z := range ch.zset["{"+tag+"}:rooms:due"] {
+		if ch.late(tag, z.Member.(string)) {
+			return true
+		}
 	}
-	key := "{" + tag + "}:room:" + id
-	if made, ok := ch.made[key]; ok {
-		return made
-	}
-	n, err := ch.c.Exists(ctx, key).Result()
-	ch.made[key] = err == nil && n == 1
-	return ch.made[key]
+	return false
 }

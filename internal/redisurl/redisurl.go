@@ -66,20 +66,20 @@ func usable(o *redis.Options) error {
 	return nil
 }
 
-// Redact returns raw with its user information, everything from "://"
-// (or the start, in an address without a scheme: "user:pw@host:6379") to
-// the last "@", replaced by xxxxx. The last "@" and not the authority's
-// end: a password may hold an unescaped "/", "?" or "#", which would end
-// the authority early and leave the rest of the password in view (a host
-// name never holds "@").
+// Redact returns raw with its user information, everything before the
+// last "@" from "://" (or from the start: an address without a scheme,
+// "user:pw@host:6379", or one whose "://" comes after the "@"), replaced
+// by xxxxx. The last "@" and not the authority's end: a password may hold
+// an unescaped "/", "?", "#" or "://", which would end the authority early
+// and leave the rest of the password in view (a host name never holds
+// "@").
 func Redact(raw string) string {
-	i := strings.Index(raw, "://") + 3 // 2: no scheme
 	j := strings.LastIndex(raw, "@")
-	if i == 2 {
-		i = 0
-	}
-	if j < i {
+	if j < 0 {
 		return raw
 	}
-	return raw[:i] + hidden + raw[j:]
+	if i := strings.Index(raw, "://"); i >= 0 && i+3 <= j && !strings.Contains(raw[:i], "@") && !strings.Contains(raw[:i], ":") {
+		return raw[:i+3] + hidden + raw[j:]
+	}
+	return hidden + raw[j:]
 }

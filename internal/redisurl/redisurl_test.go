@@ -60,7 +60,13 @@ func TestRedact(t *testing.T) {
 		"app:Sup3rSecretPw@h:6379": "xxxxx@h:6379",
 		":pw@h:6379":               "xxxxx@h:6379",
 		"redis-1:6379":             "redis-1:6379",
-		"redis://h:6379":           "redis://h:6379",
+		// a "://" inside the password, or after the "@" (a reviewer's find)
+		"app:Pa55://w0rdSECRET@redis-1:6379": "xxxxx@redis-1:6379",
+		"u:pw@h:6379/x://y":                  "xxxxx@h:6379/x://y",
+		"a@b@c":                              "xxxxx@c",
+		"redis://@h":                         "redis://xxxxx@h",
+		"":                                   "",
+		"redis://h:6379":                     "redis://h:6379",
 	} {
 		if got := Redact(raw); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
