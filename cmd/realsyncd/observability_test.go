@@ -85,6 +85,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.WebhookDelivered("crm", "delivered")
 	m.WebhookRefused("crm")
 	m.WebhookLag(time.Second)
+	m.WebhookDeliveryLag(time.Second)
 	m.Searching("duel", 3)
 	m.Matched("duel", []time.Duration{time.Second})
 	m.Ended("duel", "expired", 1)
