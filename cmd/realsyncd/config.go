@@ -503,8 +503,18 @@ func validLoopback(addr string) bool {
 
 func validHostPort(a string) bool {
 	host, port, err := net.SplitHostPort(a)
-	n, perr := strconv.Atoi(port)
-	return err == nil && host != "" && perr == nil && n >= 1 && n <= 65535
+	n, ok := portNumber(port)
+	return err == nil && host != "" && ok && n >= 1 && n <= 65535
+}
+
+// portNumber reads a port of 1 to 5 digits alone: strconv.Atoi also takes
+// a sign ("+80", "-0": a tester's find, accepted and registered as given).
+func portNumber(port string) (int, bool) {
+	if port == "" || len(port) > 5 || strings.TrimLeft(port, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(port)
+	return n, err == nil
 }
 
 // validAddr reports whether addr is a listen address: [host]:port.
@@ -513,6 +523,6 @@ func validAddr(addr string) bool {
 	if err != nil {
 		return false
 	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 0 && n <= 65535
+	n, ok := portNumber(port)
+	return ok && n >= 0 && n <= 65535
 }

@@ -476,6 +476,11 @@ func TestParseConfigAddresses(t *testing.T) {
 		{name: "AddrWord", env: map[string]string{"REALSYNC_ADDR": "notanaddr"}, err: "REALSYNC_ADDR: must be host:port or :port"},
 		{name: "AddrBadPort", env: map[string]string{"REALSYNC_ADDR": ":99999"}, err: "REALSYNC_ADDR"},
 		{name: "AddrNamedPort", args: []string{"-addr", ":http"}, err: "REALSYNC_ADDR"},
+		// a sign (a tester's find: taken, and an advertised +80 registered)
+		{name: "AddrSignedPort", env: map[string]string{"REALSYNC_ADDR": "127.0.0.1:+80"}, err: "REALSYNC_ADDR"},
+		{name: "AddrMinusZero", env: map[string]string{"REALSYNC_ADDR": "127.0.0.1:-0"}, err: "REALSYNC_ADDR"},
+		{name: "AdvertiseSignedPort", env: map[string]string{"REALSYNC_ADVERTISE_ADDR": "rs-1:+80"}, err: "REALSYNC_ADVERTISE_ADDR"},
+		{name: "PprofSignedPort", env: map[string]string{"REALSYNC_PPROF_ADDR": "127.0.0.1:+6060"}, err: "REALSYNC_PPROF_ADDR"},
 		{name: "Pprof", env: map[string]string{"REALSYNC_PPROF_ADDR": "127.0.0.1:6060"}, addr: ":8080", pprof: "127.0.0.1:6060"},
 		{name: "PprofLocalhost", env: map[string]string{"REALSYNC_PPROF_ADDR": "localhost:6060"}, addr: ":8080", pprof: "localhost:6060"},
 		{name: "PprofIPv6Loopback", env: map[string]string{"REALSYNC_PPROF_ADDR": "[::1]:6060"}, addr: ":8080", pprof: "[::1]:6060"},
