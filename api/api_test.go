@@ -182,6 +182,9 @@ func (e *env) do(method, path, token string, body any, hdr ...string) resp {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
+	if bad := specMismatch(req, res.StatusCode, res.Header, raw); bad != "" {
+		e.t.Errorf("%s %s answered %d %s, not as openapi.yaml lists: %s", method, path, res.StatusCode, raw, bad)
+	}
 	out := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
 	json.Unmarshal(raw, &out.body)
 	return out

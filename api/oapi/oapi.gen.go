@@ -965,6 +965,9 @@ type BadPlayersInput = Problem
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
+// ConflictOrKeyInUse defines model for ConflictOrKeyInUse.
+type ConflictOrKeyInUse = Problem
+
 // DeadLetterNotFound defines model for DeadLetterNotFound.
 type DeadLetterNotFound = Problem
 
@@ -982,6 +985,9 @@ type InvalidOrKeyReused = Problem
 
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
+
+// KeyInUse defines model for KeyInUse.
+type KeyInUse = Problem
 
 // Malformed defines model for Malformed.
 type Malformed = Problem

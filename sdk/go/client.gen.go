@@ -970,6 +970,9 @@ type BadPlayersInput = Problem
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
+// ConflictOrKeyInUse defines model for ConflictOrKeyInUse.
+type ConflictOrKeyInUse = Problem
+
 // DeadLetterNotFound defines model for DeadLetterNotFound.
 type DeadLetterNotFound = Problem
 
@@ -987,6 +990,9 @@ type InvalidOrKeyReused = Problem
 
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
+
+// KeyInUse defines model for KeyInUse.
+type KeyInUse = Problem
 
 // Malformed defines model for Malformed.
 type Malformed = Problem
@@ -11166,6 +11172,8 @@ type SetFollowingResponse struct {
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -11211,6 +11219,11 @@ func (r SetFollowingResponse) GetApplicationproblemJSON413() *TooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r SetFollowingResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12797,6 +12810,11 @@ type InviteToRoomResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// InviteToRoomResponse409Headers the declared response headers of an HTTP 409 response for InviteToRoom
+type InviteToRoomResponse409Headers struct {
+	RetryAfter *int
+}
+
 // InviteToRoomResponse429Headers the declared response headers of an HTTP 429 response for InviteToRoom
 type InviteToRoomResponse429Headers struct {
 	RateLimit       *string
@@ -12825,19 +12843,21 @@ type InviteToRoomResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
+	ApplicationproblemJSON409 *ConflictOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InviteToRoomResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *InviteToRoomResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *InviteToRoomResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12875,7 +12895,7 @@ func (r InviteToRoomResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r InviteToRoomResponse) GetApplicationproblemJSON409() *Conflict {
+func (r InviteToRoomResponse) GetApplicationproblemJSON409() *ConflictOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -12890,7 +12910,7 @@ func (r InviteToRoomResponse) GetApplicationproblemJSON415() *UnsupportedMediaTy
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r InviteToRoomResponse) GetApplicationproblemJSON422() *Invalid {
+func (r InviteToRoomResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -13284,6 +13304,11 @@ type SendMessageResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// SendMessageResponse409Headers the declared response headers of an HTTP 409 response for SendMessage
+type SendMessageResponse409Headers struct {
+	RetryAfter *int
+}
+
 // SendMessageResponse429Headers the declared response headers of an HTTP 429 response for SendMessage
 type SendMessageResponse429Headers struct {
 	RateLimit       *string
@@ -13312,19 +13337,21 @@ type SendMessageResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
+	ApplicationproblemJSON409 *ConflictOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SendMessageResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendMessageResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendMessageResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13362,7 +13389,7 @@ func (r SendMessageResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r SendMessageResponse) GetApplicationproblemJSON409() *Conflict {
+func (r SendMessageResponse) GetApplicationproblemJSON409() *ConflictOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -13377,7 +13404,7 @@ func (r SendMessageResponse) GetApplicationproblemJSON415() *UnsupportedMediaTyp
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r SendMessageResponse) GetApplicationproblemJSON422() *Invalid {
+func (r SendMessageResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -14074,6 +14101,11 @@ type SendDirectMessageResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// SendDirectMessageResponse409Headers the declared response headers of an HTTP 409 response for SendDirectMessage
+type SendDirectMessageResponse409Headers struct {
+	RetryAfter *int
+}
+
 // SendDirectMessageResponse429Headers the declared response headers of an HTTP 429 response for SendDirectMessage
 type SendDirectMessageResponse429Headers struct {
 	RateLimit       *string
@@ -14099,18 +14131,22 @@ type SendDirectMessageResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *KeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SendDirectMessageResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendDirectMessageResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendDirectMessageResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14142,6 +14178,11 @@ func (r SendDirectMessageResponse) GetApplicationproblemJSON408() *RequestTimeou
 	return r.ApplicationproblemJSON408
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON409() *KeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r SendDirectMessageResponse) GetApplicationproblemJSON413() *TooLarge {
 	return r.ApplicationproblemJSON413
@@ -14153,7 +14194,7 @@ func (r SendDirectMessageResponse) GetApplicationproblemJSON415() *UnsupportedMe
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r SendDirectMessageResponse) GetApplicationproblemJSON422() *Invalid {
+func (r SendDirectMessageResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -18205,6 +18246,13 @@ func ParseSetFollowingResponse(rsp *http.Response) (*SetFollowingResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20003,7 +20051,7 @@ func ParseInviteToRoomResponse(rsp *http.Response) (*InviteToRoomResponse, error
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest ConflictOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20024,7 +20072,7 @@ func ParseInviteToRoomResponse(rsp *http.Response) (*InviteToRoomResponse, error
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20057,6 +20105,16 @@ func ParseInviteToRoomResponse(rsp *http.Response) (*InviteToRoomResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers InviteToRoomResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers InviteToRoomResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -20529,7 +20587,7 @@ func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) 
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest ConflictOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20550,7 +20608,7 @@ func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) 
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20583,6 +20641,16 @@ func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendMessageResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers SendMessageResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -21377,6 +21445,13 @@ func ParseSendDirectMessageResponse(rsp *http.Response) (*SendDirectMessageRespo
 		}
 		response.ApplicationproblemJSON408 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest KeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21392,7 +21467,7 @@ func ParseSendDirectMessageResponse(rsp *http.Response) (*SendDirectMessageRespo
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21425,6 +21500,16 @@ func ParseSendDirectMessageResponse(rsp *http.Response) (*SendDirectMessageRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendDirectMessageResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers SendDirectMessageResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -2550,6 +2550,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, `INVALID_TRANSITION`, `ROOM_FINISHED` or `USER_BANNED` (see `Conflict`), or `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key` is still running (with `Retry-After`). */
+        ConflictOrKeyInUse: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key` is still running (with `Retry-After`). */
+        KeyInUse: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /**
          * @description `OWNED_ROOMS_LIMIT`: the caller owns `REALSYNC_MAX_ROOMS_OWNED` rooms
          *     (default 5) already (a create); `JOINED_ROOMS_LIMIT`: the caller is in
@@ -2752,7 +2772,8 @@ export interface components {
          *     is empty where one is needed, too long (presence: 100, following:
          *     500), or holds an empty id, one over 128 bytes or one with a comma,
          *     a space, or a control or format character (the user-id rule, see
-         *     the conventions).
+         *     the conventions); `MALFORMED_REQUEST`: a body that is not valid
+         *     JSON or has wrong types (`PUT /v1/me/following`).
          */
         BadPlayersInput: {
             headers: {
@@ -3771,10 +3792,10 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["ConflictOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -4326,6 +4347,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -4541,9 +4563,10 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["KeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -4668,10 +4691,10 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["ConflictOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
