@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -63,8 +64,8 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 	if err := ch.read(ctx, keys); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if m := roomKeyRe.FindStringSubmatch(k); m != nil && strings.HasPrefix(m[1], prefix+":") && ch.there[k] {
+	for _, k := range slices.Sorted(maps.Keys(ch.hash)) { // the rooms scanned, and those scheduled since
+		if m := roomKeyRe.FindStringSubmatch(k); m != nil && strings.HasPrefix(m[1], prefix+":") {
 			ch.room(m[1], m[2])
 		}
 	}

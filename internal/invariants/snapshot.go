@@ -23,6 +23,7 @@ type snapshot struct {
 	score  map[string]map[string]float64
 	stream map[string][]redis.XMessage
 	there  map[string]bool
+	asked  map[string]bool // every key read (wanted)
 }
 
 // shardRead reads its keys at once, each by its kind in ARGV: "h" a
@@ -61,16 +62,42 @@ func kind(k string) string {
 	return "x"
 }
 
-// wanted is keys and every key the room checks look up beside them: its
-// shard's keys, its parts and its indexes, which a change may make after
-// the key scan (an index or the invite codes are deleted when emptied, and
-// made again by the next entry). A room's mode and region never change:
-// they are read first, apart.
+// wanted is keys and every key the room checks look up beside them: the
+// shard's own keys, and each room's hash, parts and indexes, which a
+// change may make after the key scan (an index or the invite codes are
+// deleted when emptied, and made again by the next entry). The rooms are
+// those scanned and those each shard's schedule (rooms:due, written with
+// the room) lists, read first, apart: a room listed then whose hash the
+// snapshot lacks is gone (a ghost), one the snapshot's schedule lists
+// beside them was made since (late). A room's mode and region never
+// change: they are read first too.
 func (ch *checker) wanted(ctx context.Context, keys []string) ([]string, error) {
-	set := map[string]bool{}
-	var found []string
+	set, tags := map[string]bool{}, map[string]bool{}
 	for _, k := range keys {
 		set[k] = true
+		if kind(k) != "" {
+			tags[k[:strings.IndexByte(k, '}')+1]] = true
+		}
+	}
+	scheduled := map[string]*redis.StringSliceCmd{}
+	if _, err := ch.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for tag := range tags {
+			scheduled[tag] = p.ZRange(ctx, tag+":rooms:due", 0, -1)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for tag, c := range scheduled {
+		for _, key := range []string{"users", "codes", "stats", "ckeys", "presence:due", "rooms:due"} {
+			set[tag+":"+key] = true
+		}
+		for _, id := range c.Val() {
+			set[tag+":room:"+id] = true
+		}
+	}
+	var found []string
+	for k := range set {
 		if roomKeyRe.MatchString(k) {
 			found = append(found, k)
 		}
@@ -84,13 +111,6 @@ func (ch *checker) wanted(ctx context.Context, keys []string) ([]string, error) 
 	}); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if kind(k) != "" { // every shard seen: its own keys
-			for _, key := range []string{"users", "codes", "stats", "ckeys", "presence:due", "rooms:due"} {
-				set[k[:strings.IndexByte(k, '}')+1]+":"+key] = true
-			}
-		}
-	}
 	for i, k := range found {
 		tag := k[1:strings.IndexByte(k, '}')]
 		for _, part := range []string{":players", ":users", ":state", ":log", ":conn", ":presence"} {
@@ -100,7 +120,7 @@ func (ch *checker) wanted(ctx context.Context, keys []string) ([]string, error) 
 		m, _ := v[0].(string)
 		r, _ := v[1].(string)
 		if m == "" {
-			continue // gone since the scan
+			continue // gone
 		}
 		for _, st := range []string{"waiting", "playing", "finished", "joinable", "fill"} {
 			for _, ik := range indexKeys(tag, st, m, r) {
@@ -108,6 +128,7 @@ func (ch *checker) wanted(ctx context.Context, keys []string) ([]string, error) 
 			}
 		}
 	}
+	ch.asked = set
 	return slices.Sorted(maps.Keys(set)), nil
 }
 
@@ -182,12 +203,14 @@ func (ch *checker) read(ctx context.Context, keys []string) error {
 }
 
 // late reports a room the snapshot's schedule of every room of its shard
-// (rooms:due, written with the room) holds but whose keys were not read:
-// made after the key scan. What names it is not checked against it. A
-// room the schedule does not hold is gone (or never was).
+// (rooms:due, written with the room) holds but whose hash the snapshot
+// did not ask for (wanted): made after the schedule was first read. What
+// names it is not checked against it. A room asked for and absent is gone
+// (a reviewer's find: a schedule's stale entry hid a ghost room, its index
+// entries and its shard's stats).
 func (ch *checker) late(tag, id string) bool {
 	_, scheduled := ch.score["{"+tag+"}:rooms:due"][id]
-	return scheduled && ch.rooms[tag+"|"+id] == nil
+	return scheduled && !ch.asked["{"+tag+"}:room:"+id]
 }
 
 // madeLate reports a room of the shard tag made after the key scan (late):
