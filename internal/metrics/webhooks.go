@@ -55,7 +55,7 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
 			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full or every endpoint at its backlog bound; 0 when it found them empty: how far delivery runs behind the rooms."}),
 		deliveryLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_delivery_lag_seconds",
-			Help: "Age of the oldest event waiting in any shard's webhook deliveries (fanned out to an endpoint, not delivered: its try under way, waiting for a worker, or back from the retries), read from Redis every 5 s: the same on every instance; 0 when they are empty. realsync_webhook_backlog names the endpoints behind."}),
+			Help: "How long the delivery at the head of any shard's webhook deliveries stream has waited there (since its fan-out to an endpoint, its return from the retries or its replay: its try under way, or waiting for a worker), read from Redis every 5 s: the same on every instance; 0 when they are empty. A retry waiting out its backoff is not counted (realsync_webhook_backlog is). realsync_webhook_backlog names the endpoints behind."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
 			[]string{"result"}),

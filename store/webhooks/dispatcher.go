@@ -176,10 +176,12 @@ type Metrics interface {
 	// its backlog bound) over every shard; 0
 	// when it found every outbox empty.
 	WebhookLag(d time.Duration)
-	// WebhookDeliveryLag is, with WebhookBacklog, the age of the oldest
-	// event waiting in any shard's deliveries (fanned out, not delivered:
-	// its try under way, waiting for a worker, or back from the retries),
-	// read from Redis: the same on every instance; 0 when they are empty.
+	// WebhookDeliveryLag is, with WebhookBacklog, how long the delivery
+	// at the head of any shard's deliveries stream has waited there (since
+	// its fan-out, its return from the retries or its replay; its try under
+	// way, or waiting for a worker), read from Redis: the same on every
+	// instance; 0 when they are empty. A retry waiting out its backoff is
+	// not counted (WebhookBacklog counts it).
 	// WebhookLag stops at the fan-out: an endpoint one try at a time
 	// behind kept it at 0 while its deliveries waited 29 minutes (a
 	// soak's find).
@@ -504,8 +506,8 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 }
 
 // reportBacklog gives Metrics.WebhookBacklog each endpoint in force's
-// backlog in its fullest shard, and Metrics.WebhookDeliveryLag the age of
-// the oldest event in the deliveries, once BacklogEvery has passed since
+// backlog in its fullest shard, and Metrics.WebhookDeliveryLag the wait
+// of the deliveries streams' heads, once BacklogEvery has passed since
 // the last report: one pipelined HGETALL of every shard's backlog hash (a
 // field per endpoint with deliveries there) and XRANGE of its first
 // delivery. The fullest shard's is the
@@ -546,14 +548,12 @@ func (d *Dispatcher) reportBacklog(ctx context.Context) error {
 	var lag time.Duration
 	for _, c := range oldest {
 		for _, e := range c.Val() {
-			// the event's time: its outbox entry's id, ending the message
-			// id (msg_<shard>_<outbox id>); the delivery's own id is when
-			// it was fanned out, or came back from the retries
-			id := e.ID
-			if m, ok := e.Values["m"].(string); ok {
-				id = m[strings.LastIndexByte(m, '_')+1:]
-			}
-			lag = max(lag, d.age(id))
+			// the delivery's own id: when it entered the stream (its
+			// fan-out, its return from the retries, its replay), so that
+			// the stream's head is the longest waiting, a backoff's wait
+			// is no lag, and a replayed dead letter does not read as its
+			// event's age (a reviewer's finds, with the event's time)
+			lag = max(lag, d.age(e.ID))
 		}
 	}
 	d.cfg.Metrics.WebhookDeliveryLag(lag)

@@ -1690,8 +1690,8 @@ func TestWebhooksFullRedisRecounts(t *testing.T) {
 }
 
 // TestWebhooksDeliveryLagWhileSendsWait: realsync_webhook_delivery_lag_seconds
-// is the age of the oldest event in the deliveries, fanned out but not
-// delivered: above 0 while an endpoint's sends hang (its events
+// is how long the head of the deliveries (fanned out, not delivered) has
+// waited there: above 0 while an endpoint's sends hang (its events
 // waiting), where the outbox lag is 0 (every event fanned out), and 0 once
 // they are delivered. A soak's find: an endpoint one try at a time behind
 // held deliveries 29 minutes while the only lag gauge read 0.
