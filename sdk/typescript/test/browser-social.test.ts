@@ -177,8 +177,13 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
         const hit = /^console error: Failed to load resource: the server responded with a status of (\d+) .*\((.+)\)$/.exec(m);
         return hit ? `${hit[1]} ${new URL(hit[2]).pathname.replace(made.room.id, "ID")}` : m;
       });
-      // (the lobby stream's refusal twice: the EventSource's, then the read of its problem)
-      assert.deepEqual(refused, ["422 /v1/rooms", "422 /v1/lobby/events", "422 /v1/lobby/events", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state",
+      // The lobby stream's refusal comes as a run: the EventSource's, then
+      // the read of its problem, and a CI run once logged a third (the
+      // browser's attempts are its own): which requests were refused is
+      // what this checks, so a run of the same refusal counts once.
+      const distinct = refused.filter((m, i) => m !== "422 /v1/lobby/events" || refused[i - 1] !== m);
+      assert.ok(refused.filter((m) => m === "422 /v1/lobby/events").length >= 2, `the lobby's refusal and its problem's read: ${refused}`);
+      assert.deepEqual(distinct, ["422 /v1/rooms", "422 /v1/lobby/events", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state",
         "401 /v1/me/rooms"]);
     } finally {
       await strict.stop();
