@@ -509,14 +509,8 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	log.Info("pprof", "addr", ln.Addr().String())
 	srv := &http.Server{Handler: bodyDeadline(mux, 10*time.Second), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
-	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			log.Error("pprof", "err", err)
-		}
-	}()
-	return func() { srv.Close() }, nil
+	return serveApart("pprof", ln, srv, log), nil
 }
 
 // bodyDeadline gives a request that has a body d to send it, and closes

@@ -66,15 +66,22 @@ func serveMetrics(addr string, userTimeout time.Duration, h http.Handler, log *s
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: httpErrorLog(log)}
+	return serveApart("metrics", ln, srv, log), nil
+}
+
+// serveApart serves srv on ln, a listener of its own apart from the API's
+// (metrics, pprof), logging it as what and any end but its shutdown;
+// stop shuts it down within 5 s.
+func serveApart(what string, ln net.Listener, srv *http.Server, log *slog.Logger) (stop func()) {
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics listener", "err", err)
+			log.Error(what+" listener", "err", err)
 		}
 	}()
-	log.Info("metrics", "addr", ln.Addr().String())
+	log.Info(what, "addr", ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-	}, nil
+	}
 }
