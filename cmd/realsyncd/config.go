@@ -221,6 +221,10 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 				c.ClusterAddrs = append(c.ClusterAddrs, a)
 			}
 		}
+		if len(c.ClusterAddrs) == 0 && strings.Trim(cluster, ", \t") == "" {
+			// set but naming nothing: not the embedded store in its stead
+			bad("REALSYNC_REDIS_CLUSTER_ADDRS", "names no seed: give host:port seeds, comma-separated, such as redis-1:6379,redis-2:6379; leave it unset for a standalone Redis (REALSYNC_REDIS_URL) or the embedded store")
+		}
 	}
 	switch {
 	case c.RedisURL == "":

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/store"
 )
@@ -16,14 +20,27 @@ const (
 	connectMax   = 5 * time.Second
 	// connectTimeout bounds one attempt.
 	connectTimeout = 5 * time.Second
+	// connectRemind: while the attempts keep failing the same way, the
+	// failure is logged again this often.
+	connectRemind = time.Minute
 )
+
+// errRedisSettings wraps what Redis answered to a connection's own
+// settings (the URL's database number, its client name): no wait fixes it.
+var errRedisSettings = errors.New("redis refused the connection's settings (REALSYNC_REDIS_URL)")
 
 // connect runs st.Init until it succeeds or ctx ends: an instance started
 // while Redis is down waits for it, serving /healthz and answering 503
-// meanwhile. A layout mismatch (another shard count or schema) is returned
-// at once: it is a configuration error that waiting cannot fix.
+// meanwhile. A failure is logged when it first happens, when it changes
+// (unreachable, then a wrong password) and once a minute while it lasts.
+// A layout mismatch (another shard count or schema) and a refusal of the
+// connection's own settings (errRedisSettings) are returned at once:
+// configuration errors that waiting cannot fix. A wrong password or a
+// missing ACL permission is waited out: either can be fixed in Redis.
 func connect(ctx context.Context, st *store.Store, log *slog.Logger) error {
 	delay, began := connectFirst, time.Now()
+	var last string
+	var logged time.Time
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, connectTimeout)
 		err := st.Init(actx)
@@ -34,8 +51,15 @@ func connect(ctx context.Context, st *store.Store, log *slog.Logger) error {
 			return nil
 		case errors.Is(err, store.ErrLayout), ctx.Err() != nil:
 			return err
-		case attempt == 1:
-			log.Warn("redis unreachable: not ready, retrying", "err", err, "maxDelay", connectMax)
+		case refusedSettings(err):
+			return fmt.Errorf("%w: %v", errRedisSettings, err)
+		case err.Error() != last || time.Since(logged) >= connectRemind:
+			msg := "redis unreachable: not ready, retrying"
+			if redisReply(err) {
+				msg = "redis refused the connection: not ready, retrying"
+			}
+			log.Warn(msg, "err", err, "attempts", attempt, "maxDelay", connectMax)
+			last, logged = err.Error(), time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -44,4 +68,26 @@ func connect(ctx context.Context, st *store.Store, log *slog.Logger) error {
 		}
 		delay = min(2*delay, connectMax)
 	}
+}
+
+// redisReply tells an error Redis answered from one of reaching it.
+func redisReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// refusedSettings tells Redis' answers to the connection's own settings,
+// the same at every attempt: a database number past the server's
+// `databases` (SELECT), a client name with a space (CLIENT SETNAME).
+func refusedSettings(err error) bool {
+	if !redisReply(err) {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"DB index is out of range", "invalid DB index", "Client names cannot contain"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -418,6 +419,7 @@ func TestRefusesBadConfig(t *testing.T) {
 	bin := buildBinary(t)
 	url := redistest.StandaloneURL(t)
 	prefix := redistest.Prefix(t)
+	addr := mustParse(t, url).Addr
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -455,6 +457,10 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"ProductionWithoutSecret", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET="}, 2, "REALSYNC_JWT_SECRET"},
 		{"ProductionWithoutRedis", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET=0f3c9a7e51d24b68aa9e7c03b5d1f2e4", "REALSYNC_REDIS_URL=",
 			"REALSYNC_REDIS_CLUSTER_ADDRS=,"}, 2, "for trying RealSync only"},
+		{"ClusterSeedsNone", []string{"REALSYNC_REDIS_CLUSTER_ADDRS= , "}, 2, "REALSYNC_REDIS_CLUSTER_ADDRS: names no seed"}, // it ran on the embedded store
+		{"ClientNameSpace", []string{"REALSYNC_REDIS_URL=redis://" + addr + "/0?client_name=game%20a"}, 2, `REALSYNC_REDIS_URL: client_name "game a"`},
+		{"DatabaseOutOfRange", []string{"REALSYNC_REDIS_URL=redis://" + addr + "/99", "REALSYNC_KEY_PREFIX=" + prefix}, 1,
+			"redis refused the connection's settings (REALSYNC_REDIS_URL): ERR DB index is out of range"}, // it retried for good
 		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 2, "REALSYNC_JWT_KEYS_FILE: open /nonexistent/jwks.json"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 		{"OldSchema", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix}, 1, "realsyncd migrate"},
@@ -475,7 +481,11 @@ func TestRefusesBadConfig(t *testing.T) {
 					args = append(args, e)
 				}
 			}
-			cmd := exec.Command(bin, args...)
+			// bounded: a configuration error waited out instead of refused
+			// would otherwise hang the test
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, args...)
 			cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + freeAddr(t)}, env...)...)
 			out, err := cmd.CombinedOutput()
 			exit, _ := err.(*exec.ExitError)

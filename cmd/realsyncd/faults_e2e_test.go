@@ -94,6 +94,57 @@ func TestStartsBeforeRedis(t *testing.T) {
 	}
 }
 
+// A wrong Redis password is waited out, as an unreachable Redis is: the
+// instance logs each way the attempts fail as it changes (here refused,
+// then unreachable), once while it stays the same, is not ready
+// meanwhile, and serves once Redis takes it (restarted without a
+// password: any password passes). A database number Redis does not have
+// stops it instead (TestRefusesBadConfig's DatabaseOutOfRange).
+func TestWaitsOutAWrongPassword(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	if err := admin.ConfigSet(t.Context(), "requirepass", "the-old-password").Err(); err != nil {
+		t.Fatal(err)
+	}
+	in := launch(t, bin, "REALSYNC_REDIS_URL=redis://:the-new-password@"+srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret")
+	waitLog := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(in.logText(), what); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q logged:\n%s", what, in.logText())
+			}
+		}
+	}
+	waitLog(`msg="redis refused the connection: not ready, retrying" err="WRONGPASS`)
+	time.Sleep(2 * time.Second) // a few attempts more, refused the same way
+	if status, body := get(t, in.url+"/readyz", ""); status != 503 || !strings.Contains(body, "STORE_UNAVAILABLE") {
+		t.Fatalf("readyz with a wrong password: %d %s", status, body)
+	}
+	srv.Kill()
+	waitLog(`msg="redis unreachable: not ready, retrying"`)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if status, _ := get(t, in.url+"/readyz", ""); status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 15 s after Redis took the password:\n%s", in.logText())
+		}
+	}
+	if r, u := strings.Count(in.logText(), "redis refused the connection"), strings.Count(in.logText(), "redis unreachable"); r != 1 || u != 1 {
+		t.Errorf("the wait logged %d refusals and %d failures to reach Redis, want 1 each:\n%s", r, u, in.logText())
+	}
+}
+
 // outageLogBound is the most lines an instance may log (at the default
 // level) from the moment its Redis dies, through a 8 s outage while
 // clients keep calling and streaming, to 4 s after Redis is back: besides

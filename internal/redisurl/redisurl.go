@@ -26,7 +26,8 @@ const MaxPool = 10_000
 // redis.ParseURL takes but the client cannot work with are refused too:
 // a pool option outside 0..MaxPool (go-redis panics), a dial_timeout or
 // pool_timeout of 0 or below (for go-redis, no timeout: a dial or a wait
-// for a connection then fails at once, every time).
+// for a connection then fails at once, every time), a client_name Redis
+// refuses (a space, a rune outside printable ASCII).
 func Parse(raw string) (*redis.Options, error) {
 	o, err := redis.ParseURL(raw)
 	if err == nil {
@@ -62,6 +63,9 @@ func usable(o *redis.Options) error {
 		if d.v < 0 {
 			return fmt.Errorf("%s: must be above 0 (0 or below turns it off in go-redis, and every dial or wait for a connection fails at once); leave it out for the default", d.name)
 		}
+	}
+	if strings.ContainsFunc(o.ClientName, func(r rune) bool { return r < '!' || r > '~' }) {
+		return fmt.Errorf("client_name %q: Redis takes printable ASCII only, no space (CLIENT SETNAME refuses it at every connection)", o.ClientName)
 	}
 	return nil
 }

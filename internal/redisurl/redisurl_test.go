@@ -30,6 +30,9 @@ func TestParseHidesCredentials(t *testing.T) {
 		{name: "MaxActiveHuge", raw: "redis://127.0.0.1:6379/0?max_active_conns=10001", err: "max_active_conns=10001"},
 		{name: "DialTimeoutOff", raw: "redis://127.0.0.1:6379/0?dial_timeout=0", err: "dial_timeout: must be above 0"},
 		{name: "PoolTimeoutOff", raw: "redis://127.0.0.1:6379/0?pool_timeout=-1s", err: "pool_timeout: must be above 0"},
+		{name: "ClientNameSpace", raw: "redis://127.0.0.1:6379/0?client_name=game%20a", err: `client_name "game a": Redis takes printable ASCII only`},
+		{name: "ClientNameNonASCII", raw: "redis://127.0.0.1:6379/0?client_name=j%C3%A9u", err: "client_name"},
+		{name: "GoodClientName", raw: "redis://127.0.0.1:6379/0?client_name=realsync-eu~1"},
 		{name: "GoodOptions", raw: "redis://127.0.0.1:6379/0?pool_size=10000&dial_timeout=2s&read_timeout=-1&min_idle_conns=0"},
 	}
 	for _, tc := range tests {
