@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // APIKeysReload is how often an APIKeys watching its file reads it again.
@@ -64,7 +65,7 @@ func LoadAPIKeys(path string, log *slog.Logger, m APIKeysMetrics) (*APIKeys, err
 func (k *APIKeys) Reload() (bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	data, err := os.ReadFile(k.path)
+	data, err := configfile.Read(k.path)
 	if err != nil {
 		return false, fmt.Errorf("API keys file: %w", err)
 	}

@@ -5,8 +5,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // keysFileInterval is how often a KeysFile reads its file by default: a
@@ -34,7 +35,7 @@ type KeysFile struct {
 // they were. At start, an error stops the server: a typo in the file must
 // not leave every studio token refused.
 func (f *KeysFile) Load() error {
-	data, err := os.ReadFile(f.Path)
+	data, err := configfile.Read(f.Path)
 	if err != nil {
 		f.missing = true
 		return f.loaded(fmt.Errorf("%w: %v", errKeys, err))
@@ -80,7 +81,7 @@ func (f *KeysFile) Watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		data, err := os.ReadFile(f.Path)
+		data, err := configfile.Read(f.Path)
 		if err != nil && f.missing || err == nil && !f.missing && bytes.Equal(data, f.last) {
 			continue // still missing (already reported), or unchanged
 		}

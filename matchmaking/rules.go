@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"sort"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // Rules is how one mode matches. Exactly one of TeamSize or
@@ -127,7 +128,7 @@ var attrRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,31}$`)
 
 // LoadRules reads the rules file at path (REALSYNC_MATCHMAKING_FILE).
 func LoadRules(path string) (RuleSet, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := configfile.Read(path)
 	if err != nil {
 		return RuleSet{}, fmt.Errorf("matchmaking file: %w", err)
 	}

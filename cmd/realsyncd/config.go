@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/internal/redisurl"
 	"github.com/realsync/realsync/store"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // Config is realsyncd's configuration: environment variables, mirrored by
@@ -277,7 +278,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.JWTKeysFile != "" {
 		// Run loads it again and watches it; checked here to stop with exit
 		// 2 naming the variable
-		if data, err := os.ReadFile(c.JWTKeysFile); err != nil {
+		if data, err := configfile.Read(c.JWTKeysFile); err != nil {
 			bad("REALSYNC_JWT_KEYS_FILE", err.Error())
 		} else if _, err := api.ParseJWKS(data); err != nil {
 			bad("REALSYNC_JWT_KEYS_FILE", c.JWTKeysFile+": "+err.Error())
@@ -346,7 +347,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
 	}
 	if c.APIKeysFile != "" {
-		if data, err := os.ReadFile(c.APIKeysFile); err != nil {
+		if data, err := configfile.Read(c.APIKeysFile); err != nil {
 			bad("REALSYNC_API_KEYS_FILE", err.Error())
 		} else if _, err := api.ParseAPIKeys(data); err != nil {
 			bad("REALSYNC_API_KEYS_FILE", c.APIKeysFile+": "+err.Error())

@@ -420,6 +420,10 @@ func TestRefusesBadConfig(t *testing.T) {
 	url := redistest.StandaloneURL(t)
 	prefix := redistest.Prefix(t)
 	addr := mustParse(t, url).Addr
+	fifo := filepath.Join(t.TempDir(), "keys")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -461,6 +465,9 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"ClientNameSpace", []string{"REALSYNC_REDIS_URL=redis://" + addr + "/0?client_name=game%20a"}, 2, `REALSYNC_REDIS_URL: client_name "game a"`},
 		{"DatabaseOutOfRange", []string{"REALSYNC_REDIS_URL=redis://" + addr + "/99", "REALSYNC_KEY_PREFIX=" + prefix}, 1,
 			"redis refused the connection's settings (REALSYNC_REDIS_URL): ERR DB index is out of range"}, // it retried for good
+		// a FIFO waited for a writer for good, a device was read for good
+		{"KeysFileFIFO", []string{"REALSYNC_API_KEYS_FILE=" + fifo}, 2, "REALSYNC_API_KEYS_FILE: " + fifo + ": not a regular file"},
+		{"TLSCertDevice", []string{"REALSYNC_TLS_CERT=/dev/zero", "REALSYNC_TLS_KEY=/dev/zero"}, 2, "/dev/zero: not a regular file"},
 		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 2, "REALSYNC_JWT_KEYS_FILE: open /nonexistent/jwks.json"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 		{"OldSchema", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix}, 1, "realsyncd migrate"},

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // protocolSettings choose how the API listener speaks (issue 15, item 6):
@@ -55,7 +57,7 @@ func protocolFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fu
 			bad("REALSYNC_TLS_CERT, REALSYNC_TLS_KEY", "set both (PEM certificate and its private key) or neither")
 		case p.TLSCert != "":
 			// the error names files and PEM blocks, never key material
-			if _, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey); err != nil {
+			if _, err := loadKeyPair(p.TLSCert, p.TLSKey); err != nil {
 				bad("REALSYNC_TLS_CERT, REALSYNC_TLS_KEY", err.Error())
 			}
 			if p.H2C {
@@ -72,7 +74,7 @@ func (p protocolSettings) configure(srv *http.Server) error {
 	protocols.SetHTTP1(true)
 	switch {
 	case p.TLS():
-		cert, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey)
+		cert, err := loadKeyPair(p.TLSCert, p.TLSKey)
 		if err != nil {
 			return err
 		}
@@ -91,4 +93,19 @@ func (p protocolSettings) serve(srv *http.Server, ln net.Listener) error {
 		return srv.ServeTLS(ln, "", "")
 	}
 	return srv.Serve(ln)
+}
+
+// loadKeyPair is tls.LoadX509KeyPair reading the files with
+// configfile.Read: a FIFO or a device named by mistake is refused, not
+// waited on.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := configfile.Read(certFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := configfile.Read(keyFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
 }

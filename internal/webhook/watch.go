@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
-	"os"
 	"reflect"
 	"time"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // Reload is how often Watch reads the endpoints file again (as the API
@@ -39,7 +40,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, current []E
 			return
 		case <-t.C:
 		}
-		raw, err := os.ReadFile(path)
+		raw, err := configfile.Read(path)
 		if err == nil && sha256.Sum256(raw) == sum {
 			if lastErr != "" { // back to the content in force after a refused one: a good read
 				lastErr = ""

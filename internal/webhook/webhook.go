@@ -22,7 +22,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +32,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/realsync/realsync/internal/jsonout"
+
+	"github.com/realsync/realsync/internal/configfile"
 )
 
 // Endpoint is one configured receiver.
@@ -64,7 +65,7 @@ var EventTypes = []string{
 // Load reads and checks the endpoints file at path; an error names the
 // file and the field at fault.
 func Load(path string) ([]Endpoint, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := configfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks file: %w", err)
 	}
