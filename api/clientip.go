@@ -49,7 +49,11 @@ func parseHop(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// isTrusted: a link-local peer's zone (fe80::1%eth0) is not compared, as
+// the trusted ranges have none (netip's Contains never matches a zoned
+// address).
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	a = a.WithZone("")
 	for _, p := range trusted {
 		if p.Contains(a) {
 			return true

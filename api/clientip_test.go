@@ -33,6 +33,10 @@ func TestClientAddr(t *testing.T) {
 		{name: "IPv6BracketedHopWithPort", peer: "[fd00::1]:4000", xff: []string{"[2001:db8:9:9::5]:443"}, trusted: trusted, want: "2001:db8:9:9::/64"},
 		{name: "IPv4MappedIsIPv4", peer: "[::ffff:203.0.113.9]:4000", want: "203.0.113.9"},
 		{name: "ZoneDropped", peer: "[fe80::1%eth0]:4000", want: "fe80::/64"},
+		// a link-local proxy: its zone is no part of the match (netip's
+		// Contains never matched a zoned peer: its XFF was ignored)
+		{name: "ZonedTrustedPeer", peer: "[fe80::1%eth0]:4000", xff: []string{"198.51.100.1"}, trusted: []netip.Prefix{netip.MustParsePrefix("fe80::/10")}, want: "198.51.100.1"},
+		{name: "ZonedTrustedHop", peer: "10.1.1.1:4000", xff: []string{"198.51.100.1, fe80::7%eth1"}, trusted: append(trusted, netip.MustParsePrefix("fe80::7/128")), want: "198.51.100.1"},
 		{name: "NotAnAddress", peer: "pipe", want: "pipe"},
 	}
 	for _, tt := range tests {

@@ -419,7 +419,8 @@ func fmtDuration(d time.Duration) string {
 }
 
 // parseProxies reads comma-separated CIDRs ("10.0.0.0/8") or addresses
-// (one host: /32, /128). An IPv4-mapped IPv6 one (::ffff:10.0.0.0/104) is
+// (one host: /32, /128; an IPv6 zone, fe80::1%eth0, dropped: peers are
+// compared without theirs). An IPv4-mapped IPv6 one (::ffff:10.0.0.0/104) is
 // its IPv4 CIDR, as peers are compared unmapped: kept mapped it was
 // accepted and never matched (an abuse tester's find: every client behind
 // the proxy on the proxy's own rate limits); one shorter than /96 spans
@@ -436,7 +437,8 @@ func parseProxies(s string) ([]netip.Prefix, error) {
 			if aerr != nil {
 				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an address", item)
 			}
-			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+			a = a.Unmap().WithZone("")
+			p = netip.PrefixFrom(a, a.BitLen())
 		}
 		if p.Addr().Is4In6() {
 			if p.Bits() < 96 {

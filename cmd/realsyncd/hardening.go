@@ -28,7 +28,7 @@ func parseHardening(h hardening, c *Config, bad func(name, msg string)) {
 		bad("REALSYNC_REGIONS", "must be a comma list of names matching "+rooms.NamePattern+" (unset: any such name)")
 	}
 	if c.CORSOrigins, ok = originList(h.cors); !ok {
-		bad("REALSYNC_CORS_ORIGINS", "must be a comma list of origins such as https://game.example or http://localhost:5173 (scheme, host, optional port but not the scheme's own, 80 or 443, which browsers leave out; no path), or * alone")
+		bad("REALSYNC_CORS_ORIGINS", "must be a comma list of origins such as https://game.example or http://localhost:5173 (scheme, host, optional port 1..65535 but not the scheme's own, 80 or 443, which browsers leave out; no path), or * alone")
 	}
 	var err error
 	if c.RequestTimeout, err = time.ParseDuration(h.requestTimeout); err != nil || c.RequestTimeout < 100*time.Millisecond || c.RequestTimeout > 10*time.Minute {
@@ -83,7 +83,7 @@ func originList(s string) ([]string, bool) {
 		// means any
 		if err != nil || strings.Contains(o, "*") || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" ||
 			u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "/") || o != strings.ToLower(u.Scheme)+"://"+u.Host ||
-			strings.HasSuffix(u.Host, ":") || u.Port() == defaultPort(u.Scheme) {
+			strings.HasSuffix(u.Host, ":") || u.Port() == defaultPort(u.Scheme) || !originPort(u.Port()) {
 			return nil, false
 		}
 		out = append(out, o)
@@ -92,6 +92,17 @@ func originList(s string) ([]string, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// originPort: a port as a browser writes it in Origin, 1..65535 without a
+// leading zero, or none (a tester's find: :99999 was taken, and matched
+// no browser).
+func originPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, ok := portNumber(port)
+	return ok && n >= 1 && n <= 65535 && port[0] != '0'
 }
 
 // defaultPort is the port an http or https origin has when it names none:
