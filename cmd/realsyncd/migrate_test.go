@@ -38,6 +38,10 @@ func TestMigrateReportsOnlyWhatItRead(t *testing.T) {
 		{"Unreachable", map[string]string{"REALSYNC_REDIS_URL": "redis://127.0.0.1:1/0?dial_timeout=200ms", "REALSYNC_KEY_PREFIX": prefix}, 1, "", "realsyncd migrate:"},
 		{"ShardMismatch", map[string]string{"REALSYNC_REDIS_URL": url, "REALSYNC_KEY_PREFIX": mismatched, "REALSYNC_SHARDS": "8"}, 1, "", "realsyncd migrate:"},
 		{"NoData", map[string]string{"REALSYNC_REDIS_URL": url, "REALSYNC_KEY_PREFIX": prefix + "none"}, 0, "nothing to migrate", ""},
+		// the JWT secret, required of a production server, is not of a
+		// migration, which verifies no token (a tester's find)
+		{"ProductionWithoutSecret", map[string]string{"REALSYNC_ENV": "production", "REALSYNC_REDIS_URL": url, "REALSYNC_KEY_PREFIX": prefix + "none"}, 0, "nothing to migrate", ""},
+		{"ProductionWithoutRedis", map[string]string{"REALSYNC_ENV": "production"}, 2, "", "REALSYNC_REDIS_URL or REALSYNC_REDIS_CLUSTER_ADDRS: one is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
