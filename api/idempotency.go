@@ -49,6 +49,19 @@ var (
 // half-closed its connection reads it), and the request is recorded as
 // 499 unless it failed with a 5xx (answeredGone).
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc) {
+	s.keyed(w, r, key, h, false)
+}
+
+// idempotentLive is idempotent for a request whose handler answers a run
+// again with the key's first result as it is now (a keyed ticket create):
+// the same request sent again after an answer was recorded runs h again
+// (not recording its answer), where idempotent replays the recorded one.
+// Another request under the key, or the key in use, is refused the same.
+func (s *Server) idempotentLive(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc) {
+	s.keyed(w, r, key, h, true)
+}
+
+func (s *Server) keyed(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc, live bool) {
 	if key == nil || s.idem == nil {
 		h(w, r)
 		return
@@ -83,7 +96,11 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	}
 	switch c.Outcome {
 	case idempotency.Replay:
-		replay(w, c.Answer)
+		if live {
+			h(w, r)
+		} else {
+			replay(w, c.Answer)
+		}
 		return
 	case idempotency.InUse:
 		w.Header().Set("Retry-After", "1")

@@ -9,8 +9,13 @@ import (
 )
 
 // CreateTicket implements POST /v1/matchmaking/tickets: 201 {ticket}.
+// A keyed create sent again runs again rather than replaying its first
+// answer (idempotentLive): Create answers the first run's ticket as it is
+// now (matched, say), or queues a new one once that ticket is gone, as
+// openapi.yaml says (a tester's find: the replay said "searching" for a
+// matched ticket, and for 24 hours after it was gone).
 func (s *Server) CreateTicket(w http.ResponseWriter, r *http.Request, params oapi.CreateTicketParams) {
-	s.idempotent(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
+	s.idempotentLive(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
 		s.createTicket(w, r, s.keyOf(params.IdempotencyKey))
 	})
 }
@@ -52,6 +57,9 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	w.Header().Set("Location", "/v1/matchmaking/tickets/"+t.ID)
+	if t.Again {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	writeJSON(w, http.StatusCreated, oapi.TicketResponse{Ticket: ticketBody(t)})
 }
 

@@ -120,6 +120,17 @@ func TestTicketsOverHTTP(t *testing.T) {
 		if r.body["ticket"].(map[string]any)["status"] != "cancelled" {
 			t.Fatalf("after cancel %s", r.raw)
 		}
+		// the keyed create sent again answers the ticket as it is now,
+		// not its first answer ("searching": a tester's find)
+		again = e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+		want(t, again, 201, "")
+		if tk := again.body["ticket"].(map[string]any); again.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != cid || tk["status"] != "cancelled" {
+			t.Fatalf("the keyed create sent again after the cancel: %v %s", again.header, again.raw)
+		}
+		// a create that is not the first run's answer is no replay
+		if r := e.do("POST", path, carol, map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 3100}, "Idempotency-Key", "k2"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("a new keyed create: %d %v %s", r.status, r.header, r.raw)
+		}
 		want(t, e.do("DELETE", path+"/"+cid.(string), carol, nil), 204, "")
 		// free again: a new ticket for alice after her match
 		want(t, e.do("POST", path, alice, map[string]any{"mode": "duel", "regions": []string{"eu"}}), 201, "")

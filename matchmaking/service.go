@@ -146,7 +146,7 @@ type TicketParams struct {
 
 // Create validates p against its mode's rules (a ValidationError naming
 // every bad field), answers a keyed create's ticket when its first run
-// queued it, checks that each party member consents (Config.Consent;
+// queued it (Ticket.Again), checks that each party member consents (Config.Consent;
 // ErrPartyConsent), makes the ticket u's and its party's one
 // active ticket (ErrTicketActive when u or a member has another active:
 // searching, or matched while its room is not known yet,
@@ -183,6 +183,7 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if first, ok, err := s.firstRun(ctx, p.Mode, seed); err != nil {
 		return Ticket{}, err
 	} else if ok {
+		first.Again = true
 		return s.view(first, r), nil
 	}
 	// after the key's first run is looked up: its consent was asked then
@@ -214,6 +215,7 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		// the same ticket's, stay
 		first, gerr := s.cfg.Queue.Get(ctx, t.ID)
 		if gerr == nil {
+			first.Again = true
 			return s.view(first, r), nil
 		} else if errors.Is(err, ErrTicketExists) {
 			return Ticket{}, gerr

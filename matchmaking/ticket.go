@@ -43,6 +43,10 @@ type Ticket struct {
 	// Set when read: the window now and the time waited (searching).
 	Window float64
 	Waited time.Duration
+	// Again: Create answered a keyed create's ticket, queued by an
+	// earlier run of the same create (its Idempotency-Key, caller and
+	// body), not by this call.
+	Again bool
 }
 
 // Users is the ticket's users, leader first.

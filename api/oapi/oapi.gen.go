@@ -1076,7 +1076,9 @@ type QuickJoinParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1162,7 +1164,9 @@ type CreateTicketParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1296,7 +1300,9 @@ type CreateRoomParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1391,7 +1397,9 @@ type InviteToRoomParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1486,7 +1494,9 @@ type SendMessageParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1602,7 +1612,9 @@ type SendDirectMessageParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what

@@ -1081,7 +1081,9 @@ type QuickJoinParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1167,7 +1169,9 @@ type CreateTicketParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1301,7 +1305,9 @@ type CreateRoomParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1396,7 +1402,9 @@ type InviteToRoomParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1491,7 +1499,9 @@ type SendMessageParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -1607,7 +1617,9 @@ type SendDirectMessageParams struct {
 	// the recipient's log, no longer holds it there) is not replayed but
 	// sent again (202 with its new version or `ts`, not
 	// `Idempotent-Replayed`); one trimmed from its history since, or to a
-	// room closed since, is replayed. The same key with another body or route is 422
+	// room closed since, is replayed. A matchmaking ticket's create
+	// is never replayed from the kept answer: sent again, it answers its
+	// ticket as it is now (see `createTicket`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
 	// The answers kept for one user's keys hold at most 4 MiB (about what
@@ -2166,10 +2178,14 @@ type ClientInterface interface {
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
-	// ticket (201, in whatever status it is now, `matched` included,
-	// while it is readable: up to 5 minutes after it ended) even when the
-	// key's first answer was lost with its server (the key's claim lapsed
-	// after twice the request timeout), instead of queueing a second one.
+	// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+	// is now, `matched` included, while it is readable: up to 5 minutes
+	// after it ended) even when the key's first answer was lost with its
+	// server (the key's claim lapsed after twice the request timeout),
+	// instead of queueing a second one. Sent again after that, it is a
+	// new create (a new ticket, without that header, or the refusal a
+	// create would get). The answer kept for the key is not replayed:
+	// it would show the ticket as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -2275,10 +2291,14 @@ type ClientInterface interface {
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
-	// ticket (201, in whatever status it is now, `matched` included,
-	// while it is readable: up to 5 minutes after it ended) even when the
-	// key's first answer was lost with its server (the key's claim lapsed
-	// after twice the request timeout), instead of queueing a second one.
+	// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+	// is now, `matched` included, while it is readable: up to 5 minutes
+	// after it ended) even when the key's first answer was lost with its
+	// server (the key's claim lapsed after twice the request timeout),
+	// instead of queueing a second one. Sent again after that, it is a
+	// new create (a new ticket, without that header, or the refusal a
+	// create would get). The answer kept for the key is not replayed:
+	// it would show the ticket as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -3924,10 +3944,14 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
-// ticket (201, in whatever status it is now, `matched` included,
-// while it is readable: up to 5 minutes after it ended) even when the
-// key's first answer was lost with its server (the key's claim lapsed
-// after twice the request timeout), instead of queueing a second one.
+// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+// is now, `matched` included, while it is readable: up to 5 minutes
+// after it ended) even when the key's first answer was lost with its
+// server (the key's claim lapsed after twice the request timeout),
+// instead of queueing a second one. Sent again after that, it is a
+// new create (a new ticket, without that header, or the refusal a
+// create would get). The answer kept for the key is not replayed:
+// it would show the ticket as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -4043,10 +4067,14 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
-// ticket (201, in whatever status it is now, `matched` included,
-// while it is readable: up to 5 minutes after it ended) even when the
-// key's first answer was lost with its server (the key's claim lapsed
-// after twice the request timeout), instead of queueing a second one.
+// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+// is now, `matched` included, while it is readable: up to 5 minutes
+// after it ended) even when the key's first answer was lost with its
+// server (the key's claim lapsed after twice the request timeout),
+// instead of queueing a second one. Sent again after that, it is a
+// new create (a new ticket, without that header, or the refusal a
+// create would get). The answer kept for the key is not replayed:
+// it would show the ticket as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -8032,10 +8060,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
-	// ticket (201, in whatever status it is now, `matched` included,
-	// while it is readable: up to 5 minutes after it ended) even when the
-	// key's first answer was lost with its server (the key's claim lapsed
-	// after twice the request timeout), instead of queueing a second one.
+	// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+	// is now, `matched` included, while it is readable: up to 5 minutes
+	// after it ended) even when the key's first answer was lost with its
+	// server (the key's claim lapsed after twice the request timeout),
+	// instead of queueing a second one. Sent again after that, it is a
+	// new create (a new ticket, without that header, or the refusal a
+	// create would get). The answer kept for the key is not replayed:
+	// it would show the ticket as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -8141,10 +8173,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
-	// ticket (201, in whatever status it is now, `matched` included,
-	// while it is readable: up to 5 minutes after it ended) even when the
-	// key's first answer was lost with its server (the key's claim lapsed
-	// after twice the request timeout), instead of queueing a second one.
+	// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+	// is now, `matched` included, while it is readable: up to 5 minutes
+	// after it ended) even when the key's first answer was lost with its
+	// server (the key's claim lapsed after twice the request timeout),
+	// instead of queueing a second one. Sent again after that, it is a
+	// new create (a new ticket, without that header, or the refusal a
+	// create would get). The answer kept for the key is not replayed:
+	// it would show the ticket as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -14747,10 +14783,14 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
-// ticket (201, in whatever status it is now, `matched` included,
-// while it is readable: up to 5 minutes after it ended) even when the
-// key's first answer was lost with its server (the key's claim lapsed
-// after twice the request timeout), instead of queueing a second one.
+// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+// is now, `matched` included, while it is readable: up to 5 minutes
+// after it ended) even when the key's first answer was lost with its
+// server (the key's claim lapsed after twice the request timeout),
+// instead of queueing a second one. Sent again after that, it is a
+// new create (a new ticket, without that header, or the refusal a
+// create would get). The answer kept for the key is not replayed:
+// it would show the ticket as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -14862,10 +14902,14 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
-// ticket (201, in whatever status it is now, `matched` included,
-// while it is readable: up to 5 minutes after it ended) even when the
-// key's first answer was lost with its server (the key's claim lapsed
-// after twice the request timeout), instead of queueing a second one.
+// ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+// is now, `matched` included, while it is readable: up to 5 minutes
+// after it ended) even when the key's first answer was lost with its
+// server (the key's claim lapsed after twice the request timeout),
+// instead of queueing a second one. Sent again after that, it is a
+// new create (a new ticket, without that header, or the refusal a
+// create would get). The answer kept for the key is not replayed:
+// it would show the ticket as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat

@@ -721,10 +721,14 @@ export interface paths {
          *
          *     With an `Idempotency-Key`, the ticket's id derives from the caller,
          *     the key and the body: the same create sent again answers that
-         *     ticket (201, in whatever status it is now, `matched` included,
-         *     while it is readable: up to 5 minutes after it ended) even when the
-         *     key's first answer was lost with its server (the key's claim lapsed
-         *     after twice the request timeout), instead of queueing a second one.
+         *     ticket (201 with `Idempotent-Replayed: true`, in whatever status it
+         *     is now, `matched` included, while it is readable: up to 5 minutes
+         *     after it ended) even when the key's first answer was lost with its
+         *     server (the key's claim lapsed after twice the request timeout),
+         *     instead of queueing a second one. Sent again after that, it is a
+         *     new create (a new ticket, without that header, or the refusal a
+         *     create would get). The answer kept for the key is not replayed:
+         *     it would show the ticket as it was.
          *
          *     Once matched, a private room of the mode and region is created for
          *     the match (the first ticket's leader its owner, player 1; a seat
@@ -2847,7 +2851,9 @@ export interface components {
          *     the recipient's log, no longer holds it there) is not replayed but
          *     sent again (202 with its new version or `ts`, not
          *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-         *     room closed since, is replayed. The same key with another body or route is 422
+         *     room closed since, is replayed. A matchmaking ticket's create
+         *     is never replayed from the kept answer: sent again, it answers its
+         *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
          *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3068,7 +3074,9 @@ export interface operations {
                  *     the recipient's log, no longer holds it there) is not replayed but
                  *     sent again (202 with its new version or `ts`, not
                  *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-                 *     room closed since, is replayed. The same key with another body or route is 422
+                 *     room closed since, is replayed. A matchmaking ticket's create
+                 *     is never replayed from the kept answer: sent again, it answers its
+                 *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3697,7 +3705,9 @@ export interface operations {
                  *     the recipient's log, no longer holds it there) is not replayed but
                  *     sent again (202 with its new version or `ts`, not
                  *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-                 *     room closed since, is replayed. The same key with another body or route is 422
+                 *     room closed since, is replayed. A matchmaking ticket's create
+                 *     is never replayed from the kept answer: sent again, it answers its
+                 *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3831,7 +3841,9 @@ export interface operations {
                  *     the recipient's log, no longer holds it there) is not replayed but
                  *     sent again (202 with its new version or `ts`, not
                  *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-                 *     room closed since, is replayed. The same key with another body or route is 422
+                 *     room closed since, is replayed. A matchmaking ticket's create
+                 *     is never replayed from the kept answer: sent again, it answers its
+                 *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -3977,7 +3989,9 @@ export interface operations {
                  *     the recipient's log, no longer holds it there) is not replayed but
                  *     sent again (202 with its new version or `ts`, not
                  *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-                 *     room closed since, is replayed. The same key with another body or route is 422
+                 *     room closed since, is replayed. A matchmaking ticket's create
+                 *     is never replayed from the kept answer: sent again, it answers its
+                 *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -4472,7 +4486,9 @@ export interface operations {
                  *     the recipient's log, no longer holds it there) is not replayed but
                  *     sent again (202 with its new version or `ts`, not
                  *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-                 *     room closed since, is replayed. The same key with another body or route is 422
+                 *     room closed since, is replayed. A matchmaking ticket's create
+                 *     is never replayed from the kept answer: sent again, it answers its
+                 *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
@@ -4602,7 +4618,9 @@ export interface operations {
                  *     the recipient's log, no longer holds it there) is not replayed but
                  *     sent again (202 with its new version or `ts`, not
                  *     `Idempotent-Replayed`); one trimmed from its history since, or to a
-                 *     room closed since, is replayed. The same key with another body or route is 422
+                 *     room closed since, is replayed. A matchmaking ticket's create
+                 *     is never replayed from the kept answer: sent again, it answers its
+                 *     ticket as it is now (see `createTicket`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
                  *     The answers kept for one user's keys hold at most 4 MiB (about what
