@@ -81,7 +81,12 @@ describe("the heartbeat watchdog (Node)", () => {
       // (the ids and the reconnections said, should a loaded machine ever
       // show otherwise: CI once saw 3 with load 35)
       assert.equal(snapshots, 1, JSON.stringify({ ids, reconnecting: log.reconnecting.map((e) => e.error.message), resumed: log.resumed }));
-      assert.equal(log.reconnecting.length, s.requests.length - 1);
+      // one reconnection a dropped connection; the last may not have sent
+      // its request yet (CI once saw the resumed connection dropped too,
+      // its event loop held past idleTimeoutMs by load, read between the
+      // "reconnecting" and the request 10 to 20 ms later)
+      const pending = log.reconnecting.length - (s.requests.length - 1);
+      assert.ok(pending === 0 || pending === 1, JSON.stringify({ ids, reconnecting: log.reconnecting.length }));
       for (const { error: err } of log.reconnecting) {
         assert.equal(err.code, "NETWORK");
         assert.match(err.message, /no byte \(event or heartbeat\) for 300 ms/);
