@@ -63,6 +63,22 @@ type Window struct {
 	Step  float64  `yaml:"step" json:"step"`
 	Every Duration `yaml:"every" json:"every"`
 	Max   float64  `yaml:"max" json:"max"`
+	// given: read from a file, where `window: {start: 0}` is an exact
+	// window, not an unset one (a tester's find: it took the default's
+	// ±100 widening to ±1000); in code the zero Window is unset
+	given bool
+}
+
+// UnmarshalYAML reads a window the file gives, marking it given.
+func (w *Window) UnmarshalYAML(n *yaml.Node) error {
+	type plain Window // without this method
+	var v plain
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*w = Window(v)
+	w.given = true
+	return nil
 }
 
 // Attribute is a constraint on a ticket attribute: Equal, or a numeric
@@ -81,11 +97,13 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("want a duration like \"10s\"")
+		return fmt.Errorf("line %d: want a duration like \"10s\"", n.Line)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration like \"10s\", got %q", s)
+		// the line, as yaml's own errors give it: a custom unmarshaler's
+		// error comes out as it is, and "10" alone said not where
+		return fmt.Errorf("line %d: want a duration like \"10s\", got %q", n.Line, s)
 	}
 	*d = Duration(v)
 	return nil
@@ -97,7 +115,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func Default() Rules {
 	r := 1000.0
 	return Rules{Teams: 1, MinPlayers: 2, MaxPlayers: 2,
-		Window:        Window{Start: 100, Step: 100, Every: Duration(5 * time.Second), Max: 1000},
+		Window:        Window{Start: 100, Step: 100, Every: Duration(5 * time.Second), Max: 1000, given: true},
 		DefaultRating: &r, TicketTTL: Duration(5 * time.Minute)}
 }
 
@@ -148,6 +166,11 @@ func ParseRules(raw []byte) (RuleSet, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return RuleSet{}, err
+	}
+	// a second document ("---") was ignored whole (a tester's find)
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return RuleSet{}, errors.New("one YAML document only: the file holds more (a \"---\" line?)")
 	}
 	return f.Normalize()
 }
@@ -237,16 +260,20 @@ func normalize(at string, r Rules) (Rules, error) {
 			bad("teamSize", "a match needs at least 2 players")
 		}
 	}
-	if r.Window == (Window{}) {
+	if r.Window == (Window{}) { // not in the file (a given one is not the zero Window), nor set in code
 		r.Window = d.Window
 	}
 	w := &r.Window
 	switch {
 	case w.Start < 0 || math.IsNaN(w.Start) || math.IsInf(w.Start, 0):
 		bad("window.start", "must be 0 or more")
+	case w.Max == 0 && w.Step > 0:
+		// max = start would never widen it (a tester's find: silently)
+		bad("window.max", "required with window.step: the window widens up to it")
 	case w.Max == 0:
 		w.Max = w.Start
 	}
+	w.given = true // normalized: normalizing again changes nothing
 	if w.Step < 0 || math.IsNaN(w.Step) || math.IsInf(w.Step, 0) {
 		bad("window.step", "must be 0 or more")
 	}

@@ -54,6 +54,27 @@ modes:
 		{name: "TeamsWithoutSize", file: "modes:\n  a:\n    teams: 2\n", err: "modes.a.teamSize: required"},
 		{name: "TooMany", file: "modes:\n  a:\n    teams: 9\n    teamSize: 8\n", err: "at most 64"},
 		{name: "MaxBelowMin", file: "modes:\n  a:\n    minPlayers: 4\n    maxPlayers: 3\n", err: "modes.a.maxPlayers"},
+		// a window the file gives is kept, zero included: an exact
+		// rating (a tester's find: {start: 0, max: 0} took the default's)
+		{name: "ExactWindow", file: "modes:\n  a:\n    window: {start: 0, max: 0}\n", check: func(t *testing.T, rs RuleSet) {
+			r := rs.Of("a")
+			if r.Window.Start != 0 || r.Window.Max != 0 || r.Window.Step != 0 || r.WindowAt(time.Hour) != 0 {
+				t.Fatalf("window %+v", r.Window)
+			}
+			again, err := rs.Normalize() // as NewService does
+			if err != nil || again.Of("a").WindowAt(time.Hour) != 0 {
+				t.Fatalf("normalized again: %+v, %v", again.Of("a").Window, err)
+			}
+		}},
+		{name: "EmptyWindow", file: "modes:\n  a:\n    window: {}\n", check: func(t *testing.T, rs RuleSet) {
+			if w := rs.Of("a").Window; w.Start != 0 || w.Max != 0 {
+				t.Fatalf("window %+v", w)
+			}
+		}},
+		{name: "WindowStepWithoutMax", file: "modes:\n  a:\n    window: {start: 50, step: 50, every: 1s}\n", err: "modes.a.window.max: required with window.step"},
+		{name: "DurationNotOne", file: "modes:\n  a:\n    minPlayers: 2\n    ticketTTL: 10\n", err: `line 4: want a duration like "10s", got "10"`},
+		{name: "DurationNotAString", file: "modes:\n  a:\n    regionFallback: [1]\n", err: `line 3: want a duration`},
+		{name: "SecondDocument", file: "modes:\n  a:\n    minPlayers: 2\n---\nmodes:\n  b:\n    minPlayers: 3\n", err: "one YAML document only"},
 		{name: "WindowMaxBelowStart", file: "modes:\n  a:\n    window: {start: 100, step: 10, every: 1s, max: 50}\n", err: "modes.a.window.max"},
 		// values YAML allows that no rule can hold (a tester's finds: a
 		// NaN started the server and made every ticket create a 500)

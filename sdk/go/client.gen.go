@@ -2580,9 +2580,12 @@ type ClientInterface interface {
 	// Puts the caller in the party of `leaderUserId`, replacing any party
 	// the caller was in: one party at a time. With
 	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-	// `partyUserIds` only while the user is in its leader's party; no
-	// other leader's ticket may name them. Joining tells nobody: the
+	// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+	// in `partyUserIds` only while the user is in its leader's party; no
+	// other leader's may name them. Consent is read as the create
+	// begins: a ticket queued before the user moved to another party
+	// keeps them until it ends (see `leaveParty`; the new leader's
+	// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
@@ -2606,9 +2609,12 @@ type ClientInterface interface {
 	// Puts the caller in the party of `leaderUserId`, replacing any party
 	// the caller was in: one party at a time. With
 	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-	// `partyUserIds` only while the user is in its leader's party; no
-	// other leader's ticket may name them. Joining tells nobody: the
+	// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+	// in `partyUserIds` only while the user is in its leader's party; no
+	// other leader's may name them. Consent is read as the create
+	// begins: a ticket queued before the user moved to another party
+	// keeps them until it ends (see `leaveParty`; the new leader's
+	// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
@@ -4436,9 +4442,12 @@ func (c *APIClient) GetParty(ctx context.Context, reqEditors ...RequestEditorFn)
 // Puts the caller in the party of `leaderUserId`, replacing any party
 // the caller was in: one party at a time. With
 // `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-// `partyUserIds` only while the user is in its leader's party; no
-// other leader's ticket may name them. Joining tells nobody: the
+// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+// in `partyUserIds` only while the user is in its leader's party; no
+// other leader's may name them. Consent is read as the create
+// begins: a ticket queued before the user moved to another party
+// keeps them until it ends (see `leaveParty`; the new leader's
+// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
@@ -4472,9 +4481,12 @@ func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, b
 // Puts the caller in the party of `leaderUserId`, replacing any party
 // the caller was in: one party at a time. With
 // `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-// `partyUserIds` only while the user is in its leader's party; no
-// other leader's ticket may name them. Joining tells nobody: the
+// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+// in `partyUserIds` only while the user is in its leader's party; no
+// other leader's may name them. Consent is read as the create
+// begins: a ticket queued before the user moved to another party
+// keeps them until it ends (see `leaveParty`; the new leader's
+// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
@@ -8472,9 +8484,12 @@ type ClientWithResponsesInterface interface {
 	// Puts the caller in the party of `leaderUserId`, replacing any party
 	// the caller was in: one party at a time. With
 	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-	// `partyUserIds` only while the user is in its leader's party; no
-	// other leader's ticket may name them. Joining tells nobody: the
+	// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+	// in `partyUserIds` only while the user is in its leader's party; no
+	// other leader's may name them. Consent is read as the create
+	// begins: a ticket queued before the user moved to another party
+	// keeps them until it ends (see `leaveParty`; the new leader's
+	// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
@@ -8498,9 +8513,12 @@ type ClientWithResponsesInterface interface {
 	// Puts the caller in the party of `leaderUserId`, replacing any party
 	// the caller was in: one party at a time. With
 	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-	// `partyUserIds` only while the user is in its leader's party; no
-	// other leader's ticket may name them. Joining tells nobody: the
+	// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+	// in `partyUserIds` only while the user is in its leader's party; no
+	// other leader's may name them. Consent is read as the create
+	// begins: a ticket queued before the user moved to another party
+	// keeps them until it ends (see `leaveParty`; the new leader's
+	// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
@@ -15249,9 +15267,12 @@ func (c *ClientWithResponses) GetPartyWithResponse(ctx context.Context, reqEdito
 // Puts the caller in the party of `leaderUserId`, replacing any party
 // the caller was in: one party at a time. With
 // `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-// `partyUserIds` only while the user is in its leader's party; no
-// other leader's ticket may name them. Joining tells nobody: the
+// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+// in `partyUserIds` only while the user is in its leader's party; no
+// other leader's may name them. Consent is read as the create
+// begins: a ticket queued before the user moved to another party
+// keeps them until it ends (see `leaveParty`; the new leader's
+// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
@@ -15281,9 +15302,12 @@ func (c *ClientWithResponses) JoinPartyWithBodyWithResponse(ctx context.Context,
 // Puts the caller in the party of `leaderUserId`, replacing any party
 // the caller was in: one party at a time. With
 // `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-// ticket (`POST /v1/matchmaking/tickets`) may name a user in
-// `partyUserIds` only while the user is in its leader's party; no
-// other leader's ticket may name them. Joining tells nobody: the
+// ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+// in `partyUserIds` only while the user is in its leader's party; no
+// other leader's may name them. Consent is read as the create
+// begins: a ticket queued before the user moved to another party
+// keeps them until it ends (see `leaveParty`; the new leader's
+// create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names

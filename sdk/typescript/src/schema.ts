@@ -1176,9 +1176,12 @@ export interface paths {
          * @description Puts the caller in the party of `leaderUserId`, replacing any party
          *     the caller was in: one party at a time. With
          *     `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
-         *     ticket (`POST /v1/matchmaking/tickets`) may name a user in
-         *     `partyUserIds` only while the user is in its leader's party; no
-         *     other leader's ticket may name them. Joining tells nobody: the
+         *     ticket's create (`POST /v1/matchmaking/tickets`) may name a user
+         *     in `partyUserIds` only while the user is in its leader's party; no
+         *     other leader's may name them. Consent is read as the create
+         *     begins: a ticket queued before the user moved to another party
+         *     keeps them until it ends (see `leaveParty`; the new leader's
+         *     create naming them is 409 `TICKET_ACTIVE` meanwhile). Joining tells nobody: the
          *     game's own invite (a direct message, `POST
          *     /v1/users/{userId}/messages`) asks, and its answer says yes; a
          *     client joins the party of the invite's sender as the server names
