@@ -67,7 +67,7 @@ func (s *Server) ListInstances(w http.ResponseWriter, r *http.Request) {
 	out := oapi.InstanceList{Instances: make([]oapi.Instance, len(ins))}
 	for i, in := range ins {
 		out.Instances[i] = oapi.Instance{Id: in.ID, Addr: in.Addr, Version: in.Version,
-			StartedAt: in.StartedAt.UTC(), HeartbeatAt: in.HeartbeatAt.UTC(), Streams: in.Streams}
+			StartedAt: in.StartedAt.UTC(), HeartbeatAt: in.HeartbeatAt.UTC(), Streams: in.Streams, Settings: in.Settings}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

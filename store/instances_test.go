@@ -35,7 +35,7 @@ func openRegistry(tb testing.TB, b redistest.Backend, prefix string) *store.Stor
 }
 
 func self(id string, started time.Time) fleet.Instance {
-	return fleet.Instance{ID: id, Addr: "10.0.0.1:8080", Version: "v1.2.3", StartedAt: started}
+	return fleet.Instance{ID: id, Addr: "10.0.0.1:8080", Version: "v1.2.3", StartedAt: started, Settings: "9c41d07be2aa"}
 }
 
 func heartbeat(tb testing.TB, s *store.Store, in fleet.Instance) bool {
@@ -154,7 +154,7 @@ func TestInstanceRegisterRenewList(t *testing.T) {
 			t.Fatalf("listed %v, want aaaa then bbbb (by startedAt)", ids(first))
 		}
 		got := first[1]
-		if got.Addr != "10.0.0.2:9090" || got.Version != "v1.2.3" || !got.StartedAt.Equal(later.StartedAt) || got.Streams != 0 {
+		if got.Addr != "10.0.0.2:9090" || got.Version != "v1.2.3" || !got.StartedAt.Equal(later.StartedAt) || got.Streams != 0 || got.Settings != "9c41d07be2aa" {
 			t.Fatalf("listed %+v, registered %+v", got, later)
 		}
 		if d := time.Since(got.HeartbeatAt); d < 0 || d > 5*time.Second {

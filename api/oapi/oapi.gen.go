@@ -494,6 +494,19 @@ type Instance struct {
 	// Example: 3f9a1c2e
 	Id string `json:"id"`
 
+	// Settings A digest (12 hex digits) of the settings every instance must
+	// share: the matchmaking rules as read
+	// (`REALSYNC_MATCHMAKING_FILE`), `REALSYNC_MODES`,
+	// `REALSYNC_REGIONS` and `REALSYNC_PARTY_CONSENT`. Instances whose
+	// digests differ check and match the same tickets differently
+	// (whichever holds a mode's lease matches it with its own rules);
+	// `realsync_instance_settings` counts the digests. `""` from an
+	// older release.
+	//
+	//
+	// Example: 9c41d07be2aa
+	Settings string `json:"settings"`
+
 	// StartedAt When the instance started (its clock).
 	StartedAt time.Time `json:"startedAt"`
 

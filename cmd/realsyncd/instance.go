@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"os"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
@@ -19,15 +23,34 @@ import (
 // lifetime) until Leave.
 func joinFleet(ctx context.Context, cfg Config, st *store.Store, hub *sse.Hub, ln net.Listener, log *slog.Logger) (*fleet.Member, error) {
 	self := fleet.Instance{ID: hub.Instance(), Addr: advertiseAddr(cfg.AdvertiseAddr, ln.Addr()),
-		Version: buildVersion(), StartedAt: time.Now()}
+		Version: buildVersion(), StartedAt: time.Now(), Settings: settingsDigest(cfg)}
 	m, err := fleet.Join(ctx, fleet.Config{Registry: st.Fleet(), Self: self, Streams: hub.Streams,
 		Every: cfg.PresenceTTL / 3, Log: log})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("registered", "instance", self.ID, "addr", self.Addr, "version", self.Version,
-		"admin_routes", cfg.AdminToken != "")
+		"settings", self.Settings, "admin_routes", cfg.AdminToken != "")
 	return m, nil
+}
+
+// settingsDigest is the digest of the settings every instance must share
+// (fleet.Instance.Settings): 12 hex digits of the SHA-256 of their JSON,
+// the matchmaking rules as normalized (a rule the file leaves out and the
+// default it takes digest alike). A tester ran one instance on an older
+// rules file: it held a mode's lease and matched every ticket of it by
+// the old rules, and nothing told.
+func settingsDigest(cfg Config) string {
+	b, err := json.Marshal(struct {
+		Rules          matchmaking.RuleSet
+		Modes, Regions []string
+		PartyConsent   string
+	}{cfg.MatchmakingRules, cfg.Modes, cfg.Regions, cfg.PartyConsent})
+	if err != nil { // a rule set is plain data
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }
 
 // advertiseAddr is the configured address, else the listener's, with this

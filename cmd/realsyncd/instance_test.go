@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime/debug"
 	"testing"
+
+	"github.com/realsync/realsync/matchmaking"
 )
 
 func TestAdminAndAdvertiseConfig(t *testing.T) {
@@ -95,5 +97,61 @@ func TestVersionOf(t *testing.T) {
 				t.Fatalf("versionOf = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The settings digest tells apart what makes instances check or match
+// tickets differently, and nothing else: a rule the file leaves out digests
+// as the default it takes.
+func TestSettingsDigest(t *testing.T) {
+	rules := func(file string) matchmaking.RuleSet {
+		t.Helper()
+		rs, err := matchmaking.ParseRules([]byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	base := Config{Modes: []string{"duel"}}
+	base.PartyConsent = "party"
+	base.MatchmakingRules = rules("modes:\n  duel:\n    minPlayers: 2\n")
+	with := func(f func(c *Config)) Config {
+		c := base
+		f(&c)
+		return c
+	}
+	same := []struct {
+		name string
+		cfg  Config
+	}{
+		{"DefaultsWritten", with(func(c *Config) {
+			c.MatchmakingRules = rules("modes:\n  duel:\n    minPlayers: 2\n    maxPlayers: 2\n    ticketTTL: 5m\n    window: {start: 100, step: 100, every: 5s, max: 1000}\n")
+		})},
+		{"OtherAddr", with(func(c *Config) { c.Addr = ":9000" })},
+	}
+	other := []struct {
+		name string
+		cfg  Config
+	}{
+		{"ExactWindow", with(func(c *Config) { c.MatchmakingRules = rules("modes:\n  duel:\n    window: {start: 0}\n") })},
+		{"OtherSize", with(func(c *Config) { c.MatchmakingRules = rules("modes:\n  duel:\n    minPlayers: 3\n") })},
+		{"NoFile", with(func(c *Config) { c.MatchmakingRules = matchmaking.RuleSet{} })},
+		{"Modes", with(func(c *Config) { c.Modes = []string{"duel", "ranked"} })},
+		{"Regions", with(func(c *Config) { c.Regions = []string{"eu"} })},
+		{"Consent", with(func(c *Config) { c.PartyConsent = "none" })},
+	}
+	d := settingsDigest(base)
+	if len(d) != 12 {
+		t.Fatalf("digest %q", d)
+	}
+	for _, tc := range same {
+		if got := settingsDigest(tc.cfg); got != d {
+			t.Errorf("%s: %s, want %s", tc.name, got, d)
+		}
+	}
+	for _, tc := range other {
+		if got := settingsDigest(tc.cfg); got == d {
+			t.Errorf("%s: the same digest %s", tc.name, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,10 +75,15 @@ func instanceRegistry(t *testing.T, bin, backend string) {
 		t.Fatalf("listed %v, want %s and b.example:7001", got, addrOf(a))
 	}
 	for addr, in := range got {
-		if in["version"] == "" || in["id"] == "" || in["streams"] != 0.0 {
+		if in["version"] == "" || in["id"] == "" || in["streams"] != 0.0 || !settingsRE.MatchString(in["settings"].(string)) {
 			t.Errorf("%s: %v", addr, in)
 		}
 	}
+	// the same settings: one digest
+	if got[addrOf(a)]["settings"] != got["b.example:7001"]["settings"] {
+		t.Errorf("a and b, of the same settings, report digests %v and %v", got[addrOf(a)]["settings"], got["b.example:7001"]["settings"])
+	}
+	waitSettings(t, a, 1)
 
 	// A stream on b shows in its next heartbeat.
 	id, toks := party(t, b, 1)
@@ -93,14 +99,18 @@ func instanceRegistry(t *testing.T, bin, backend string) {
 	})
 	t.Logf("a killed instance left the list %v after its death (TTL %v)", took.Round(10*time.Millisecond), ttl)
 
-	c := start(t, bin, env...)
-	if got := listInstances(t, a); len(got) != 2 || got[addrOf(c)] == nil {
-		t.Fatalf("after c started: %v", got)
+	// c allows other modes: its settings differ (it would check and
+	// match tickets otherwise), and the metric says two
+	c := start(t, bin, append(env, "REALSYNC_MODES=duel,ranked")...)
+	if got := listInstances(t, a); len(got) != 2 || got[addrOf(c)] == nil || got[addrOf(c)]["settings"] == got[addrOf(a)]["settings"] {
+		t.Fatalf("after c started with other modes: %v", got)
 	}
+	waitSettings(t, a, 2)
 	c.stop(t)
 	if got := listInstances(t, a); len(got) != 1 || got[addrOf(c)] != nil {
 		t.Fatalf("right after c stopped cleanly: %v", got)
 	}
+	waitSettings(t, a, 1)
 	a.stop(t)
 	if n := registryKeyCount(t, backend, env); n != 0 {
 		t.Errorf("%d registry keys remain after every instance left", n)
@@ -108,6 +118,24 @@ func instanceRegistry(t *testing.T, bin, backend string) {
 	for _, in := range []*instance{a, b, c} {
 		if strings.Contains(in.logText(), e2eAdminToken) {
 			t.Fatal("the admin token appears in the logs")
+		}
+	}
+}
+
+// settingsRE is a settings digest (fleet.Instance.Settings).
+var settingsRE = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// waitSettings waits (bounded: the metric is read from Redis at most
+// every few seconds) until in's realsync_instance_settings is n.
+func waitSettings(t *testing.T, in *instance, n float64) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := metricValue(scrapeMetrics(t, in.url+"/metrics"), "realsync_instance_settings")
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("realsync_instance_settings %v, want %v", got, n)
 		}
 	}
 }

@@ -113,9 +113,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		}
 		return st.Listing().Stats(ctx)
 	}
-	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
+	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(ctx context.Context) (metrics.Fleet, error) {
 		live, err := st.Fleet().Instances(ctx)
-		return len(live), err
+		digests := map[string]bool{}
+		for _, in := range live {
+			if in.Settings != "" {
+				digests[in.Settings] = true
+			}
+		}
+		return metrics.Fleet{Live: len(live), Settings: len(digests)}, err
 	}).WithMasterShards(st.MasterShards))
 	reg.MustRegister(metrics.NewOnlineUsers(func(ctx context.Context) (int64, error) {
 		if !up.Load() {

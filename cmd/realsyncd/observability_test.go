@@ -65,7 +65,7 @@ func TestDeployMetricsList(t *testing.T) {
 	stats := func(context.Context) (lobby.Stats, error) {
 		return lobby.Stats{Rooms: map[rooms.Status]int{rooms.Waiting: 1}, Players: 1}, nil
 	}
-	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(context.Context) (int, error) { return 1, nil }).
+	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(context.Context) (metrics.Fleet, error) { return metrics.Fleet{Live: 1, Settings: 1}, nil }).
 		WithMasterShards(func(context.Context) (map[string]int, error) { return map[string]int{"127.0.0.1:7000": 16}, nil }))
 	reg.MustRegister(metrics.NewOnlineUsers(func(context.Context) (int64, error) { return 1, nil })) // as Run
 	m.Request("/v1/rooms", "GET", 200, time.Millisecond, false)

@@ -29,6 +29,11 @@ type Instance struct {
 	// Streams is the number of open room and lobby event streams at the
 	// last heartbeat.
 	Streams int
+	// Settings is a digest of the settings every instance must share (the
+	// matchmaking rules as read, the modes and regions allowed, the party
+	// consent): instances whose digests differ match and check alike
+	// tickets differently; "" from a release that reports none.
+	Settings string
 }
 
 // Registry records the live instances. Registrations last a TTL of the

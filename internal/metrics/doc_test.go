@@ -50,7 +50,7 @@ func TestMetricsTablesNameEveryMetric(t *testing.T) {
 	metrics.New(reg, "test")
 	reg.MustRegister(
 		metrics.NewShardStats(func(context.Context) (lobby.Stats, error) { return lobby.Stats{}, nil }, 0, 0).
-			WithInstances(func(context.Context) (int, error) { return 1, nil }).
+			WithInstances(func(context.Context) (metrics.Fleet, error) { return metrics.Fleet{Live: 1, Settings: 1}, nil }).
 			WithMasterShards(func(context.Context) (map[string]int, error) { return map[string]int{"m:1": 1}, nil }),
 		metrics.NewOnlineUsers(func(context.Context) (int64, error) { return 0, nil }))
 	for _, doc := range []struct{ path, section string }{

@@ -27,10 +27,11 @@ type ShardStats struct {
 	ttl     time.Duration
 	timeout time.Duration
 
-	rooms, players, up, instances, masterShards *prometheus.Desc
-	// live counts the registered instances (store.Store.Instances); nil:
-	// realsync_instances is not reported.
-	live func(context.Context) (int, error)
+	rooms, players, up, instances, settings, masterShards *prometheus.Desc
+	// live counts the registered instances and their settings digests
+	// (store.Store.Instances); nil: realsync_instances and
+	// realsync_instance_settings are not reported.
+	live func(context.Context) (Fleet, error)
 	// masters counts each Cluster master's shards (store.Store.MasterShards;
 	// nil without a Cluster); nil: realsync_redis_master_shards is not
 	// reported.
@@ -39,10 +40,19 @@ type ShardStats struct {
 	mu      sync.Mutex
 	at      time.Time // of the last read; zero: none yet
 	stats   lobby.Stats
-	n       int            // live instances, when live is set
+	fleet   Fleet          // when live is set
 	shards  map[string]int // shards by master, when masters is set
 	err     error
 	reading chan struct{} // closed when the read under way ends; nil: none
+}
+
+// Fleet is what the instance registry says (ShardStats.WithInstances).
+type Fleet struct {
+	// Live is the live registered instances.
+	Live int
+	// Settings is how many settings digests they report (an older
+	// release's "" not counted): 1 when they agree.
+	Settings int
 }
 
 // errSlow says a read of the stats took longer than the timeout.
@@ -65,15 +75,18 @@ func NewShardStats(read func(context.Context) (lobby.Stats, error), ttl, timeout
 		players:   prometheus.NewDesc("realsync_players", "Players in rooms in Redis (from the shard stats; every instance reports the same).", nil, nil),
 		up:        prometheus.NewDesc("realsync_redis_up", "1 when the last read of the shard stats succeeded, 0 when Redis could not be read.", nil, nil),
 		instances: prometheus.NewDesc("realsync_instances", "Live registered instances (the instance registry; every instance reports the same).", nil, nil),
+		settings: prometheus.NewDesc("realsync_instance_settings",
+			"Settings digests the live instances report (GET /v1/admin/instances, settings): 1 when they share their matchmaking rules, modes, regions and party consent; more while a change rolls out, or when one was left out (every instance reports the same).", nil, nil),
 		masterShards: prometheus.NewDesc("realsync_redis_master_shards",
 			"Shards whose hash slot each Redis Cluster master owns: the load spreads by these, not by slot counts (every instance reports the same; none without a Cluster).",
 			[]string{"master"}, nil),
 	}
 }
 
-// WithInstances makes the collector also report realsync_instances, read
-// by live with the stats (same TTL and timeout).
-func (c *ShardStats) WithInstances(live func(context.Context) (int, error)) *ShardStats {
+// WithInstances makes the collector also report realsync_instances and
+// realsync_instance_settings, read by live with the stats (same TTL and
+// timeout).
+func (c *ShardStats) WithInstances(live func(context.Context) (Fleet, error)) *ShardStats {
 	c.live = live
 	return c
 }
@@ -94,6 +107,7 @@ func (c *ShardStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	if c.live != nil {
 		ch <- c.instances
+		ch <- c.settings
 	}
 	if c.masters != nil {
 		ch <- c.masterShards
@@ -114,9 +128,10 @@ func (c *ShardStats) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.players, prometheus.GaugeValue, float64(st.Players))
 	if c.live != nil {
 		c.mu.Lock()
-		n := c.n
+		f := c.fleet
 		c.mu.Unlock()
-		ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(n))
+		ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(f.Live))
+		ch <- prometheus.MustNewConstMetric(c.settings, prometheus.GaugeValue, float64(f.Settings))
 	}
 	c.mu.Lock()
 	shards := c.shards
@@ -160,9 +175,9 @@ func (c *ShardStats) get() (lobby.Stats, error) {
 func (c *ShardStats) read1(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	st, err := c.read(ctx)
-	n := 0
+	var f Fleet
 	if err == nil && c.live != nil {
-		n, err = c.live(ctx)
+		f, err = c.live(ctx)
 	}
 	var shards map[string]int
 	if err == nil && c.masters != nil {
@@ -174,7 +189,7 @@ func (c *ShardStats) read1(done chan struct{}) {
 	}
 	cancel()
 	c.mu.Lock()
-	c.stats, c.n, c.shards, c.err, c.at, c.reading = st, n, shards, err, time.Now(), nil
+	c.stats, c.fleet, c.shards, c.err, c.at, c.reading = st, f, shards, err, time.Now(), nil
 	c.mu.Unlock()
 	close(done)
 }

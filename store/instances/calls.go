@@ -28,7 +28,7 @@ type heartbeatCall struct {
 
 func (heartbeatCall) Script() *redisx.Script { return heartbeatScript }
 func (c heartbeatCall) KeysArgs() ([]string, []any) {
-	return []string{c.live, c.hash}, []any{c.in.ID, c.ttlMs, c.in.Addr, c.in.Version, c.in.StartedAt.UnixMilli(), c.in.Streams}
+	return []string{c.live, c.hash}, []any{c.in.ID, c.ttlMs, c.in.Addr, c.in.Version, c.in.StartedAt.UnixMilli(), c.in.Streams, c.in.Settings}
 }
 
 // reapCall is instance_reap.lua: at most batch lapsed ids leave live.

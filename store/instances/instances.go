@@ -146,5 +146,5 @@ func decode(h map[string]string) fleet.Instance {
 	}
 	streams, _ := strconv.Atoi(h["streams"])
 	return fleet.Instance{ID: h["id"], Addr: h["addr"], Version: h["version"],
-		StartedAt: ms("startedAt"), HeartbeatAt: ms("heartbeatAt"), Streams: streams}
+		StartedAt: ms("startedAt"), HeartbeatAt: ms("heartbeatAt"), Streams: streams, Settings: h["settings"]}
 }

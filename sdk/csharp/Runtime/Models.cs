@@ -459,10 +459,12 @@ namespace RealSync
         public DateTime HeartbeatAt;
         /// <summary>Open event streams at its last heartbeat.</summary>
         public long Streams;
+        /// <summary>Digest of the settings every instance must share (matchmaking rules, modes, regions, party consent); "" from an older release.</summary>
+        public string Settings;
 
         internal static Instance FromJson(JsonObject o)
         {
-            return new Instance { Id = o.String("id"), Addr = o.String("addr"), Version = o.String("version"), StartedAt = o.Time("startedAt"), HeartbeatAt = o.Time("heartbeatAt"), Streams = o.Long("streams") };
+            return new Instance { Id = o.String("id"), Addr = o.String("addr"), Version = o.String("version"), StartedAt = o.Time("startedAt"), HeartbeatAt = o.Time("heartbeatAt"), Streams = o.Long("streams"), Settings = o.String("settings") };
         }
     }
 

@@ -2026,6 +2026,18 @@ export interface components {
             heartbeatAt: string;
             /** @description Open room and lobby event streams at its last heartbeat. */
             streams: number;
+            /**
+             * @description A digest (12 hex digits) of the settings every instance must
+             *     share: the matchmaking rules as read
+             *     (`REALSYNC_MATCHMAKING_FILE`), `REALSYNC_MODES`,
+             *     `REALSYNC_REGIONS` and `REALSYNC_PARTY_CONSENT`. Instances whose
+             *     digests differ check and match the same tickets differently
+             *     (whichever holds a mode's lease matches it with its own rules);
+             *     `realsync_instance_settings` counts the digests. `""` from an
+             *     older release.
+             * @example 9c41d07be2aa
+             */
+            settings: string;
         };
         /** @description An event of a room stream (GET /v1/rooms/{id}/events): the data of one SSE frame, whose `event:` line is its `type`. */
         RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["SeatsReservedEvent"] | components["schemas"]["ReservationExpiredEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];

@@ -6,9 +6,10 @@
 -- No prelude.
 -- KEYS[1] live instances (zset id -> registration expiry, ms)
 -- KEYS[2] the instance's hash: id, addr, version, startedAt (ms),
---         streams, heartbeatAt (ms, Redis clock)
+--         streams, heartbeatAt (ms, Redis clock), settings
 -- ARGV[1] id  ARGV[2] ttl (ms)  ARGV[3] advertised address  ARGV[4] version
--- ARGV[5] startedAt (ms)  ARGV[6] open streams
+-- ARGV[5] startedAt (ms)  ARGV[6] open streams  ARGV[7] settings digest
+--         (absent from an older release: "")
 -- Reply: {"OK", renewed (1: it was still registered; 0: registered anew), heartbeatAt}
 local live, inst = KEYS[1], KEYS[2]
 local id, ttl = ARGV[1], tonumber(ARGV[2])
@@ -29,7 +30,7 @@ local renewed = 0
 if prev and tonumber(prev) > now then renewed = 1 end
 redis.call('ZADD', live, expiry, id)
 redis.call('HSET', inst, 'id', id, 'addr', ARGV[3], 'version', ARGV[4], 'startedAt', ARGV[5],
-  'streams', ARGV[6], 'heartbeatAt', string.format('%.0f', now))
+  'streams', ARGV[6], 'heartbeatAt', string.format('%.0f', now), 'settings', ARGV[7] or '')
 redis.call('PEXPIREAT', inst, string.format('%.0f', expiry))
 -- The set outlives its last registration by one ttl, so the last lapsed
 -- member can still be reaped, and nothing is left once every instance is gone.
