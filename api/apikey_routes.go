@@ -41,17 +41,6 @@ var keyRoutes = map[string]rooms.Scope{
 var streamRoutes = map[string]bool{"GET /v1/rooms/{roomId}/events": true, "GET /v1/lobby/events": true,
 	"GET /v1/me/events": true}
 
-// KeyRouteScopes returns a copy of the routes that take an API key ("GET
-// /v1/rooms/{roomId}") and the scope each needs, for tests built from
-// openapi.yaml.
-func KeyRouteScopes() map[string]string {
-	out := make(map[string]string, len(keyRoutes))
-	for k, v := range keyRoutes {
-		out[k] = v.String()
-	}
-	return out
-}
-
 // checkScope runs inside each route (its pattern is known there): an API
 // key on a route not in keyRoutes, or without the route's scope, is 403
 // SCOPE_REQUIRED before anything else is looked at. Players pass: their

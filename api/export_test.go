@@ -34,3 +34,14 @@ func (c *TestClock) Add(d time.Duration) { c.now.Add(int64(d)) }
 
 // Watching is how many connections h watches (0 off Linux).
 func (h *Hangups) Watching() int { return h.watching() }
+
+// KeyRouteScopes returns a copy of the routes that take an API key ("GET
+// /v1/rooms/{roomId}") and the scope each needs, for tests built from
+// openapi.yaml.
+func KeyRouteScopes() map[string]string {
+	out := make(map[string]string, len(keyRoutes))
+	for k, v := range keyRoutes {
+		out[k] = v.String()
+	}
+	return out
+}

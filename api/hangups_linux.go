@@ -215,10 +215,3 @@ func (h *Hangups) Close() error {
 	unix.Close(h.wake)
 	return nil
 }
-
-// watching is how many connections are watched (for the tests).
-func (h *Hangups) watching() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.watches)
-}

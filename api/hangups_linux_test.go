@@ -373,3 +373,10 @@ func TestHangupsEventID(t *testing.T) {
 		}
 	}
 }
+
+// watching is how many connections are watched (for the tests).
+func (h *Hangups) watching() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.watches)
+}

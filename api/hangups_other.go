@@ -25,6 +25,3 @@ func (*hangupWatch) state() (gone, known bool) { return false, false }
 
 // Close does nothing.
 func (*Hangups) Close() error { return nil }
-
-// watching is 0 here.
-func (*Hangups) watching() int { return 0 }

@@ -158,10 +158,3 @@ func (w *stallWatch) run() {
 		clear(due)
 	}
 }
-
-// watching returns how many streams the watch holds (tests).
-func (w *stallWatch) watching() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.streams)
-}

@@ -214,3 +214,10 @@ func soon(t *testing.T, what string, ok func() bool) {
 		}
 	}
 }
+
+// watching returns how many streams the watch holds (tests).
+func (w *stallWatch) watching() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.streams)
+}

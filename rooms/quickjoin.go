@@ -13,9 +13,6 @@ import (
 // one.
 var ErrNoMatch = errors.New("no joinable room matches")
 
-// MaxQuickJoinRegions bounds the regions a quick-join tries.
-const MaxQuickJoinRegions = 10
-
 // QuickJoinParams is a quick-join request as the client sent it.
 type QuickJoinParams struct {
 	Mode    string   `json:"mode" validate:"slug"`

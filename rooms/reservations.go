@@ -18,8 +18,6 @@ const (
 	// DefaultReservationTTL is how long seats are held when the caller
 	// does not say.
 	DefaultReservationTTL = 15 * time.Second
-	// MaxReservationTTL is the longest hold.
-	MaxReservationTTL = 5 * time.Minute
 )
 
 // ReserveParams is a reservation's request: the users (1..MaxPlayersLimit

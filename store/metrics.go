@@ -179,9 +179,6 @@ func outcome(cmd redis.Cmder, err error) string {
 // pipeline: see batch.Config.
 type Batching = batch.Config
 
-// DefaultBatchMaxSize bounds a batch (batch.DefaultMaxSize).
-const DefaultBatchMaxSize = batch.DefaultMaxSize
-
 // BatchMetrics is implemented by a Config.Metrics that observes batches.
 type BatchMetrics interface {
 	// RedisBatch records one batch sent: kind "script" (script runs in one

@@ -6,7 +6,8 @@ import "github.com/prometheus/client_golang/prometheus"
 var batchKinds = []string{"script", "read", "transaction"}
 
 // batchBuckets (calls per batch): 1 is a call that found its node idle; the
-// store sends at most store.DefaultBatchMaxSize (128) calls in one batch.
+// store sends at most batch.DefaultMaxSize (128, store/internal/batch) calls
+// in one batch.
 var batchBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128}
 
 // batchMetrics is realsync_redis_batch_size, by kind, its series resolved

@@ -178,10 +178,3 @@ func (c leaseReleaseCall) KeysArgs() ([]string, []any) {
 	}
 	return []string{c.lease}, args
 }
-
-// ReleaseCall is janitor_release.lua on any lease key (a string holding
-// its holder's id or token): key is deleted if one of holders holds it.
-// The quick-join lock is released with it too.
-func ReleaseCall(key string, holders ...string) redisx.Call {
-	return leaseReleaseCall{lease: key, ids: holders}
-}

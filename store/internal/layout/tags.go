@@ -48,14 +48,6 @@ func SchemeOf(v int) (TagScheme, bool) {
 	return 0, false
 }
 
-// SchemaOf is the key schema a deployment of tag scheme sc records.
-func SchemaOf(sc TagScheme) int {
-	if sc == SpreadTags {
-		return SchemaVersion
-	}
-	return PlainSchema
-}
-
 func (sc TagScheme) String() string {
 	if sc == SpreadTags {
 		return "spread"
@@ -132,7 +124,7 @@ func makeTags(prefix string, shards int, sc TagScheme) *tagTable {
 // that xor one of the 4 CRCs of the slot (a slot is a CRC mod 16384),
 // looked up in salt3 (the first salt of each CRC). The search alone took
 // 1.5 ms for 16 shards (10 times that under the race detector, at every
-// store a test opens); spreadTagSearch is it, for the tests.
+// store a test opens); spreadTagSearch (tags_test.go) is it, for the tests.
 func spreadTag(prefix string, s, n int) (string, int) {
 	want := uint16(spreadSlot(s, n))
 	head := prefix + ":" + strconv.Itoa(s) + ":"
@@ -170,17 +162,6 @@ var salt3 = sync.OnceValue(func() *[65536]uint32 {
 	}
 	return &t
 })
-
-// spreadTagSearch is spreadTag by trying every salt in order, shortest
-// first.
-func spreadTagSearch(prefix string, s, n int) (string, int) {
-	want := uint16(spreadSlot(s, n))
-	head := prefix + ":" + strconv.Itoa(s) + ":"
-	if salt, ok := searchSalt(crc16Update(0, head), want, 1, 6); ok {
-		return "{" + head + salt + "}", int(want)
-	}
-	panic("layout: no salt puts shard " + strconv.Itoa(s) + "'s tag at its slot")
-}
 
 // searchSalt tries every base-62 salt of minSize to maxSize characters in
 // order (shortest first; of one size, as an odometer counts) on top of
