@@ -132,7 +132,6 @@ type stallQueue struct {
 	slowModes, leaseTime time.Duration
 	passes, drops        int
 	leasedAt             []time.Time
-	lastLease, lastDrop  time.Time
 	leaseAfterDropOfDuel bool
 }
 

@@ -350,7 +350,6 @@ type lapsing struct {
 	modes    []string
 	listings int
 	until    map[string]time.Time
-	ttl      time.Duration
 	bad      atomic.Int64
 	badModes sync.Map
 }
