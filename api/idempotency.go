@@ -61,6 +61,14 @@ func (s *Server) idempotentLive(w http.ResponseWriter, r *http.Request, key *str
 	s.keyed(w, r, key, h, true)
 }
 
+// answeredKey marks the context of a request idempotentLive runs again:
+// its key's answer was recorded (answeredBefore).
+type answeredKey struct{}
+
+// answeredBefore tells a handler run by idempotentLive that its request's
+// key was answered before (the same request, sent again).
+func answeredBefore(ctx context.Context) bool { b, _ := ctx.Value(answeredKey{}).(bool); return b }
+
 func (s *Server) keyed(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc, live bool) {
 	if key == nil || s.idem == nil {
 		h(w, r)
@@ -97,7 +105,7 @@ func (s *Server) keyed(w http.ResponseWriter, r *http.Request, key *string, h ht
 	switch c.Outcome {
 	case idempotency.Replay:
 		if live {
-			h(w, r)
+			h(w, r.WithContext(context.WithValue(r.Context(), answeredKey{}, true)))
 		} else {
 			replay(w, c.Answer)
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/realsync/realsync/api/oapi"
@@ -9,11 +10,11 @@ import (
 )
 
 // CreateTicket implements POST /v1/matchmaking/tickets: 201 {ticket}.
-// A keyed create sent again runs again rather than replaying its first
-// answer (idempotentLive): Create answers the first run's ticket as it is
-// now (matched, say), or queues a new one once that ticket is gone, as
-// openapi.yaml says (a tester's find: the replay said "searching" for a
-// matched ticket, and for 24 hours after it was gone).
+// A keyed create sent again after its answer does not replay that answer
+// (idempotentLive): it answers the first run's ticket as it is now
+// (matched, say), or 404 once that ticket is gone (a tester's find: the
+// replay said "searching" for a matched ticket, and for 24 hours after
+// it was gone).
 func (s *Server) CreateTicket(w http.ResponseWriter, r *http.Request, params oapi.CreateTicketParams) {
 	s.idempotentLive(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
 		s.createTicket(w, r, s.keyOf(params.IdempotencyKey))
@@ -34,6 +35,23 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
+	if answeredBefore(r.Context()) {
+		// the same create sent again after its answer: its ticket as it is
+		// now, nothing counted on the limits again (a reviewer's find: a
+		// retry was counted as a create, and could be 429); once the
+		// ticket is gone, its key queues no other (its users could be
+		// matched twice): 404
+		t, ok, err := s.tickets.FirstRun(r.Context(), userFrom(r.Context()), p)
+		if err == nil && !ok {
+			err = fmt.Errorf("the ticket this Idempotency-Key queued has ended and is gone (its grace passed): send a new key to queue again: %w", matchmaking.ErrTicketNotFound)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeTicketCreated(w, t)
+		return
+	}
 	if err := s.tickets.Validate(r.Context(), userFrom(r.Context()), p); err != nil {
 		s.writeError(w, r, err) // counted on nothing but the route's limits
 		return
@@ -56,6 +74,12 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		s.writeError(w, r, err)
 		return
 	}
+	s.writeTicketCreated(w, t)
+}
+
+// writeTicketCreated answers a ticket create: 201 with Location, and
+// Idempotent-Replayed when t is an earlier run's (t.Again).
+func (s *Server) writeTicketCreated(w http.ResponseWriter, t matchmaking.Ticket) {
 	w.Header().Set("Location", "/v1/matchmaking/tickets/"+t.ID)
 	if t.Again {
 		w.Header().Set("Idempotent-Replayed", "true")

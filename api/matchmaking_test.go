@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/redistest"
@@ -339,4 +340,58 @@ type countedQuotas struct {
 func (q countedQuotas) MayHoldRoom(ctx context.Context, uid string, owner bool) error {
 	q.n.Add(1)
 	return q.RoomQuotas.MayHoldRoom(ctx, uid, owner)
+}
+
+// A keyed create sent again after its answer answers its ticket as it is
+// now, counted on no limit again (a reviewer's find: with create=2/h the
+// second re-send was 429 while the ticket searched), and, once the ticket
+// is gone (its grace passed, dropped by a pass), 404 TICKET_NOT_FOUND: the
+// key queues no second ticket for the same users. A new key queues one.
+func TestKeyedTicketSentAgain(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			const grace = time.Second
+			var ts *tickets.Store
+			e := limitedEnv(t, b, "create=2/h", func(c *api.Config, st *store.Store, _ string) {
+				ts = tickets.New(st.Base(), st.UserLogs(), st.Renewals())
+				c.Tickets = mustTickets(t, matchmaking.Config{Queue: ts, Grace: grace})
+			})
+			path := "/v1/matchmaking/tickets"
+			carol, _ := e.guest("carol")
+			body := map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 3000}
+			first := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+			want(t, first, 201, "")
+			id := first.body["ticket"].(map[string]any)["ticketId"]
+			for i := range 3 {
+				again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+				want(t, again, 201, "")
+				if tk := again.body["ticket"].(map[string]any); again.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id || tk["status"] != "searching" {
+					t.Fatalf("sent again (%d): %v %s", i, again.header, again.raw)
+				}
+			}
+			want(t, e.do("DELETE", path+"/"+id.(string), carol, nil), 204, "")
+			again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+			if tk := again.body["ticket"].(map[string]any); again.status != 201 || tk["status"] != "cancelled" {
+				t.Fatalf("sent again after the cancel: %d %s", again.status, again.raw)
+			}
+			// past its grace a pass drops the ticket
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts, Grace: grace}, Rooms: e.store,
+				Notifier: ts, Holder: "test"})
+			deadline := time.Now().Add(15 * time.Second)
+			for e.do("GET", path+"/"+id.(string), carol, nil).status != 404 {
+				if time.Now().After(deadline) {
+					t.Fatal("the cancelled ticket is still readable 15 s after its grace")
+				}
+				time.Sleep(200 * time.Millisecond)
+				m.Round(context.Background())
+			}
+			gone := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+			want(t, gone, 404, "TICKET_NOT_FOUND")
+			if !strings.Contains(gone.raw, "send a new key") {
+				t.Fatalf("the key's ticket gone: %s", gone.raw)
+			}
+			// a new key queues (the create limit's second)
+			want(t, e.do("POST", path, carol, body, "Idempotency-Key", "k2"), 201, "")
+		})
+	}
 }

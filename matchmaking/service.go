@@ -259,6 +259,23 @@ func (s *Service) Validate(ctx context.Context, u rooms.User, p TicketParams) er
 	return s.consent(ctx, u, p.PartyUserIDs)
 }
 
+// FirstRun is the ticket that p's keyed create (p.Key set) queued in an
+// earlier run, as it is now, with Again set; false when it has none (it
+// ran none, or the ticket is gone: its grace after it ended passed), or
+// p has no key.
+func (s *Service) FirstRun(ctx context.Context, u rooms.User, p TicketParams) (Ticket, bool, error) {
+	seed, err := seedOf(u, p)
+	if err != nil || seed == "" {
+		return Ticket{}, false, err
+	}
+	t, ok, err := s.firstRun(ctx, p.Mode, seed)
+	if !ok || err != nil {
+		return Ticket{}, false, err
+	}
+	t.Again = true
+	return s.view(t, s.cfg.Rules.Of(p.Mode)), true, nil
+}
+
 // firstRun is the ticket of mode that a keyed create's first run queued
 // (seed: seedOf's), if any: ok false for an unkeyed create ("").
 func (s *Service) firstRun(ctx context.Context, mode, seed string) (t Ticket, ok bool, err error) {

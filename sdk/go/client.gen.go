@@ -2195,10 +2195,12 @@ type ClientInterface interface {
 	// is now, `matched` included, while it is readable: up to 5 minutes
 	// after it ended) even when the key's first answer was lost with its
 	// server (the key's claim lapsed after twice the request timeout),
-	// instead of queueing a second one. Sent again after that, it is a
-	// new create (a new ticket, without that header, or the refusal a
-	// create would get). The answer kept for the key is not replayed:
-	// it would show the ticket as it was.
+	// instead of queueing a second one; counted on no limit again. Sent
+	// again after that, within the 24 hours the key's answer is kept,
+	// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+	// could match the same users twice): a new key queues again. The
+	// answer kept for the key is not replayed: it would show the ticket
+	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -2308,10 +2310,12 @@ type ClientInterface interface {
 	// is now, `matched` included, while it is readable: up to 5 minutes
 	// after it ended) even when the key's first answer was lost with its
 	// server (the key's claim lapsed after twice the request timeout),
-	// instead of queueing a second one. Sent again after that, it is a
-	// new create (a new ticket, without that header, or the refusal a
-	// create would get). The answer kept for the key is not replayed:
-	// it would show the ticket as it was.
+	// instead of queueing a second one; counted on no limit again. Sent
+	// again after that, within the 24 hours the key's answer is kept,
+	// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+	// could match the same users twice): a new key queues again. The
+	// answer kept for the key is not replayed: it would show the ticket
+	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -3967,10 +3971,12 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // is now, `matched` included, while it is readable: up to 5 minutes
 // after it ended) even when the key's first answer was lost with its
 // server (the key's claim lapsed after twice the request timeout),
-// instead of queueing a second one. Sent again after that, it is a
-// new create (a new ticket, without that header, or the refusal a
-// create would get). The answer kept for the key is not replayed:
-// it would show the ticket as it was.
+// instead of queueing a second one; counted on no limit again. Sent
+// again after that, within the 24 hours the key's answer is kept,
+// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+// could match the same users twice): a new key queues again. The
+// answer kept for the key is not replayed: it would show the ticket
+// as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -4090,10 +4096,12 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // is now, `matched` included, while it is readable: up to 5 minutes
 // after it ended) even when the key's first answer was lost with its
 // server (the key's claim lapsed after twice the request timeout),
-// instead of queueing a second one. Sent again after that, it is a
-// new create (a new ticket, without that header, or the refusal a
-// create would get). The answer kept for the key is not replayed:
-// it would show the ticket as it was.
+// instead of queueing a second one; counted on no limit again. Sent
+// again after that, within the 24 hours the key's answer is kept,
+// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+// could match the same users twice): a new key queues again. The
+// answer kept for the key is not replayed: it would show the ticket
+// as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -8089,10 +8097,12 @@ type ClientWithResponsesInterface interface {
 	// is now, `matched` included, while it is readable: up to 5 minutes
 	// after it ended) even when the key's first answer was lost with its
 	// server (the key's claim lapsed after twice the request timeout),
-	// instead of queueing a second one. Sent again after that, it is a
-	// new create (a new ticket, without that header, or the refusal a
-	// create would get). The answer kept for the key is not replayed:
-	// it would show the ticket as it was.
+	// instead of queueing a second one; counted on no limit again. Sent
+	// again after that, within the 24 hours the key's answer is kept,
+	// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+	// could match the same users twice): a new key queues again. The
+	// answer kept for the key is not replayed: it would show the ticket
+	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -8202,10 +8212,12 @@ type ClientWithResponsesInterface interface {
 	// is now, `matched` included, while it is readable: up to 5 minutes
 	// after it ended) even when the key's first answer was lost with its
 	// server (the key's claim lapsed after twice the request timeout),
-	// instead of queueing a second one. Sent again after that, it is a
-	// new create (a new ticket, without that header, or the refusal a
-	// create would get). The answer kept for the key is not replayed:
-	// it would show the ticket as it was.
+	// instead of queueing a second one; counted on no limit again. Sent
+	// again after that, within the 24 hours the key's answer is kept,
+	// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+	// could match the same users twice): a new key queues again. The
+	// answer kept for the key is not replayed: it would show the ticket
+	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -10735,6 +10747,8 @@ type CreateTicketResponse struct {
 	ApplicationproblemJSON401 *Unauthenticated
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -10779,6 +10793,11 @@ func (r CreateTicketResponse) GetApplicationproblemJSON401() *Unauthenticated {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateTicketResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
@@ -14818,10 +14837,12 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // is now, `matched` included, while it is readable: up to 5 minutes
 // after it ended) even when the key's first answer was lost with its
 // server (the key's claim lapsed after twice the request timeout),
-// instead of queueing a second one. Sent again after that, it is a
-// new create (a new ticket, without that header, or the refusal a
-// create would get). The answer kept for the key is not replayed:
-// it would show the ticket as it was.
+// instead of queueing a second one; counted on no limit again. Sent
+// again after that, within the 24 hours the key's answer is kept,
+// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+// could match the same users twice): a new key queues again. The
+// answer kept for the key is not replayed: it would show the ticket
+// as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -14937,10 +14958,12 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // is now, `matched` included, while it is readable: up to 5 minutes
 // after it ended) even when the key's first answer was lost with its
 // server (the key's claim lapsed after twice the request timeout),
-// instead of queueing a second one. Sent again after that, it is a
-// new create (a new ticket, without that header, or the refusal a
-// create would get). The answer kept for the key is not replayed:
-// it would show the ticket as it was.
+// instead of queueing a second one; counted on no limit again. Sent
+// again after that, within the 24 hours the key's answer is kept,
+// it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+// could match the same users twice): a new key queues again. The
+// answer kept for the key is not replayed: it would show the ticket
+// as it was.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -17739,6 +17762,13 @@ func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
 		var dest RequestTimeout

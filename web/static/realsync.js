@@ -1612,7 +1612,8 @@ var RealSync = class {
    * production's default; with follow, follow the caller: setFollowing): else 403
    * PARTY_CONSENT_REQUIRED. The match arrives as `match_found` on the personal
    * stream (LiveMe) and on the ticket (getTicket). idempotencyKey makes a retry safe: the same
-   * key and body get the same ticket. */
+   * key and body get the same ticket, as it is now; once it ended and is gone, 404
+   * TICKET_NOT_FOUND (queue again under a new key). */
   async createTicket(body, idempotencyKey) {
     const header = idempotencyKey === void 0 ? {} : { "Idempotency-Key": idempotencyKey };
     return (await this.call(this.api.POST("/v1/matchmaking/tickets", { params: { header }, body }))).ticket;

@@ -524,8 +524,9 @@ namespace RealSync
         }
 
         /// <summary>CreateTicketAsync with an Idempotency-Key: the same key and body get the first
-        /// ticket again (sent again after a timeout or a dropped connection, a create without a key
-        /// is refused 409 TICKET_ACTIVE by the ticket the first one made).</summary>
+        /// ticket again, as it is now (sent again after a timeout or a dropped connection, a create
+        /// without a key is refused 409 TICKET_ACTIVE by the ticket the first one made); once that
+        /// ticket ended and is gone, 404 TICKET_NOT_FOUND: queue again under a new key.</summary>
         public async Task<Ticket> CreateTicketAsync(CreateTicketRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
         {
             if (body == null) throw new ArgumentNullException(nameof(body));

@@ -725,10 +725,12 @@ export interface paths {
          *     is now, `matched` included, while it is readable: up to 5 minutes
          *     after it ended) even when the key's first answer was lost with its
          *     server (the key's claim lapsed after twice the request timeout),
-         *     instead of queueing a second one. Sent again after that, it is a
-         *     new create (a new ticket, without that header, or the refusal a
-         *     create would get). The answer kept for the key is not replayed:
-         *     it would show the ticket as it was.
+         *     instead of queueing a second one; counted on no limit again. Sent
+         *     again after that, within the 24 hours the key's answer is kept,
+         *     it is 404 `TICKET_NOT_FOUND` and queues nothing (a second ticket
+         *     could match the same users twice): a new key queues again. The
+         *     answer kept for the key is not replayed: it would show the ticket
+         *     as it was.
          *
          *     Once matched, a private room of the mode and region is created for
          *     the match (the first ticket's leader its owner, player 1; a seat
@@ -4104,6 +4106,15 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            /** @description `TICKET_NOT_FOUND`: the same keyed create sent again after its ticket ended and is gone (its grace passed); nothing queued: send a new `Idempotency-Key` to queue again. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["TicketConflict"];
             413: components["responses"]["TooLarge"];
