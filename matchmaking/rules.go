@@ -69,15 +69,28 @@ type Window struct {
 	given bool
 }
 
-// UnmarshalYAML reads a window the file gives, marking it given.
+// UnmarshalYAML reads a window the file gives, marking it given unless
+// it names no field (`window: {}` is the default, as no window is). Its
+// keys are checked here: n.Decode does not carry the file's strict
+// decoding (a reviewer's find: `{satrt: 200}` passed, an exact window).
 func (w *Window) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a window is a mapping of start, step, every and max", n.Line)
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		switch k := n.Content[i]; k.Value {
+		case "start", "step", "every", "max":
+		default:
+			return fmt.Errorf("line %d: field %s not found in a window (start, step, every, max)", k.Line, k.Value)
+		}
+	}
 	type plain Window // without this method
 	var v plain
 	if err := n.Decode(&v); err != nil {
 		return err
 	}
 	*w = Window(v)
-	w.given = true
+	w.given = len(n.Content) > 0
 	return nil
 }
 

@@ -67,10 +67,19 @@ modes:
 			}
 		}},
 		{name: "EmptyWindow", file: "modes:\n  a:\n    window: {}\n", check: func(t *testing.T, rs RuleSet) {
-			if w := rs.Of("a").Window; w.Start != 0 || w.Max != 0 {
-				t.Fatalf("window %+v", w)
+			if w := rs.Of("a").Window; w != Default().Window {
+				t.Fatalf("window %+v, want the default's", w)
 			}
 		}},
+		// a window's keys are checked as the file's others (a reviewer's
+		// find: a typo made an exact window)
+		{name: "WindowUnknownField", file: "modes:\n  a:\n    window: {satrt: 200}\n", err: "line 3: field satrt not found in a window"},
+		{name: "NullWindow", file: "modes:\n  a:\n    window:\n    minPlayers: 2\n", check: func(t *testing.T, rs RuleSet) {
+			if w := rs.Of("a").Window; w != Default().Window {
+				t.Fatalf("window %+v, want the default's", w)
+			}
+		}},
+		{name: "WindowNotAMapping", file: "modes:\n  a:\n    window: 100\n", err: "line 3: a window is a mapping"},
 		{name: "WindowStepWithoutMax", file: "modes:\n  a:\n    window: {start: 50, step: 50, every: 1s}\n", err: "modes.a.window.max: required with window.step"},
 		{name: "DurationNotOne", file: "modes:\n  a:\n    minPlayers: 2\n    ticketTTL: 10\n", err: `line 4: want a duration like "10s", got "10"`},
 		{name: "DurationNotAString", file: "modes:\n  a:\n    regionFallback: [1]\n", err: `line 3: want a duration`},

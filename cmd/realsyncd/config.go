@@ -223,8 +223,8 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 			}
 		}
 		if len(c.ClusterAddrs) == 0 && strings.Trim(cluster, ", \t") == "" {
-			// set but naming nothing: not the embedded store in its stead
-			bad("REALSYNC_REDIS_CLUSTER_ADDRS", "names no seed: give host:port seeds, comma-separated, such as redis-1:6379,redis-2:6379; leave it unset for a standalone Redis (REALSYNC_REDIS_URL) or the embedded store")
+			// set but naming nothing: a mistake, whatever else would serve
+			bad("REALSYNC_REDIS_CLUSTER_ADDRS", "names no seed: give host:port seeds, comma-separated, such as redis-1:6379,redis-2:6379, or leave it unset")
 		}
 	}
 	switch {
@@ -419,8 +419,10 @@ func fmtDuration(d time.Duration) string {
 }
 
 // parseProxies reads comma-separated CIDRs ("10.0.0.0/8") or addresses
-// (one host: /32, /128; an IPv6 zone, fe80::1%eth0, dropped: peers are
-// compared without theirs). An IPv4-mapped IPv6 one (::ffff:10.0.0.0/104) is
+// (one host: /32, /128). An address with an IPv6 zone (fe80::1%eth0) is
+// refused: peers are compared without theirs, so it would be believed on
+// every interface (a reviewer's find: dropping the zone widened the
+// trust). An IPv4-mapped IPv6 one (::ffff:10.0.0.0/104) is
 // its IPv4 CIDR, as peers are compared unmapped: kept mapped it was
 // accepted and never matched (an abuse tester's find: every client behind
 // the proxy on the proxy's own rate limits); one shorter than /96 spans
@@ -437,7 +439,10 @@ func parseProxies(s string) ([]netip.Prefix, error) {
 			if aerr != nil {
 				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an address", item)
 			}
-			a = a.Unmap().WithZone("")
+			if a.Zone() != "" {
+				return nil, fmt.Errorf("%q: a zone is not taken (peers are compared without theirs, on every interface): give the address or CIDR without it", item)
+			}
+			a = a.Unmap()
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
 		if p.Addr().Is4In6() {

@@ -71,7 +71,7 @@ func TestParseConfigRateLimits(t *testing.T) {
 		{name: "ProxyHostBitsMasked", args: []string{"-trusted-proxies", "10.1.2.3/16"}, limits: "create", proxies: "10.1.0.0/16"},
 		{name: "MappedProxies", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "::ffff:127.0.0.2/128,::ffff:10.0.0.0/104,::ffff:192.0.2.7"}, limits: "create", proxies: "127.0.0.2/32,10.0.0.0/8,192.0.2.7/32"},
 		{name: "MappedProxyTooWide", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "::ffff:0.0.0.0/64"}, err: "REALSYNC_TRUSTED_PROXIES"},
-		{name: "ZonedProxy", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "fe80::1%eth0"}, limits: "create", proxies: "fe80::1/128"},
+		{name: "ZonedProxy", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "fe80::1%eth0"}, err: "REALSYNC_TRUSTED_PROXIES: \"fe80::1%eth0\": a zone is not taken"},
 		{name: "BadProxy", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/33"}, err: "REALSYNC_TRUSTED_PROXIES"},
 		{name: "ProxyName", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "lb.internal"}, err: "REALSYNC_TRUSTED_PROXIES"},
 		{name: "LeaseDefault", limits: "create", lease: "1s"},

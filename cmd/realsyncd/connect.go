@@ -31,8 +31,9 @@ var errRedisSettings = errors.New("redis refused the connection's settings (REAL
 
 // connect runs st.Init until it succeeds or ctx ends: an instance started
 // while Redis is down waits for it, serving /healthz and answering 503
-// meanwhile. A failure is logged when it first happens, when it changes
-// (unreachable, then a wrong password) and once a minute while it lasts.
+// meanwhile. A failure is logged when it first happens, when its kind
+// changes (unreachable, then a wrong password: failureKind) and once a
+// minute while it lasts.
 // A layout mismatch (another shard count or schema) and a refusal of the
 // connection's own settings (errRedisSettings) are returned at once:
 // configuration errors that waiting cannot fix. A wrong password or a
@@ -53,13 +54,13 @@ func connect(ctx context.Context, st *store.Store, log *slog.Logger) error {
 			return err
 		case refusedSettings(err):
 			return fmt.Errorf("%w: %v", errRedisSettings, err)
-		case err.Error() != last || time.Since(logged) >= connectRemind:
+		case failureKind(err) != last || time.Since(logged) >= connectRemind:
 			msg := "redis unreachable: not ready, retrying"
 			if redisReply(err) {
 				msg = "redis refused the connection: not ready, retrying"
 			}
 			log.Warn(msg, "err", err, "attempts", attempt, "maxDelay", connectMax)
-			last, logged = err.Error(), time.Now()
+			last, logged = failureKind(err), time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -68,6 +69,19 @@ func connect(ctx context.Context, st *store.Store, log *slog.Logger) error {
 		}
 		delay = min(2*delay, connectMax)
 	}
+}
+
+// failureKind is what connect's log tells apart: Redis' reply by its
+// code (WRONGPASS, NOPERM, LOADING...), or "unreachable" for any failure
+// to reach it, whose texts vary from one attempt to the next (a refused
+// dial, a timeout, another seed of a Cluster: a reviewer's find, each
+// logged as a change).
+func failureKind(err error) string {
+	if !redisReply(err) {
+		return "unreachable"
+	}
+	code, _, _ := strings.Cut(err.Error(), " ")
+	return code
 }
 
 // redisReply tells an error Redis answered from one of reaching it.

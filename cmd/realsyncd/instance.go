@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,16 +38,24 @@ func joinFleet(ctx context.Context, cfg Config, st *store.Store, hub *sse.Hub, l
 
 // settingsDigest is the digest of the settings every instance must share
 // (fleet.Instance.Settings): 12 hex digits of the SHA-256 of their JSON,
-// the matchmaking rules as normalized (a rule the file leaves out and the
-// default it takes digest alike). A tester ran one instance on an older
+// the matchmaking rules as normalized, without the modes whose rules are
+// the default's (a rule the file leaves out and the default it takes,
+// and a mode named with every default and one not named, digest alike),
+// the modes and regions sorted. A tester ran one instance on an older
 // rules file: it held a mode's lease and matched every ticket of it by
 // the old rules, and nothing told.
 func settingsDigest(cfg Config) string {
+	rules := map[string]matchmaking.Rules{}
+	for m, r := range cfg.MatchmakingRules.Modes {
+		if !reflect.DeepEqual(r, matchmaking.Default()) {
+			rules[m] = r
+		}
+	}
 	b, err := json.Marshal(struct {
-		Rules          matchmaking.RuleSet
+		Rules          map[string]matchmaking.Rules
 		Modes, Regions []string
 		PartyConsent   string
-	}{cfg.MatchmakingRules, cfg.Modes, cfg.Regions, cfg.PartyConsent})
+	}{rules, slices.Sorted(slices.Values(cfg.Modes)), slices.Sorted(slices.Values(cfg.Regions)), cfg.PartyConsent})
 	if err != nil { // a rule set is plain data
 		panic(err)
 	}

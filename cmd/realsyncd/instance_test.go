@@ -112,7 +112,7 @@ func TestSettingsDigest(t *testing.T) {
 		}
 		return rs
 	}
-	base := Config{Modes: []string{"duel"}}
+	base := Config{Modes: []string{"duel", "battle"}}
 	base.PartyConsent = "party"
 	base.MatchmakingRules = rules("modes:\n  duel:\n    minPlayers: 2\n")
 	with := func(f func(c *Config)) Config {
@@ -128,6 +128,10 @@ func TestSettingsDigest(t *testing.T) {
 			c.MatchmakingRules = rules("modes:\n  duel:\n    minPlayers: 2\n    maxPlayers: 2\n    ticketTTL: 5m\n    window: {start: 100, step: 100, every: 5s, max: 1000}\n")
 		})},
 		{"OtherAddr", with(func(c *Config) { c.Addr = ":9000" })},
+		// a reviewer's finds: the same settings reported apart
+		{"NoFile", with(func(c *Config) { c.MatchmakingRules = matchmaking.RuleSet{} })},
+		{"ModesInAnotherOrder", with(func(c *Config) { c.Modes = []string{"battle", "duel"} })},
+		{"ModeOfDefaults", with(func(c *Config) { c.MatchmakingRules = rules("modes:\n  battle: {}\n") })},
 	}
 	other := []struct {
 		name string
@@ -135,8 +139,8 @@ func TestSettingsDigest(t *testing.T) {
 	}{
 		{"ExactWindow", with(func(c *Config) { c.MatchmakingRules = rules("modes:\n  duel:\n    window: {start: 0}\n") })},
 		{"OtherSize", with(func(c *Config) { c.MatchmakingRules = rules("modes:\n  duel:\n    minPlayers: 3\n") })},
-		{"NoFile", with(func(c *Config) { c.MatchmakingRules = matchmaking.RuleSet{} })},
 		{"Modes", with(func(c *Config) { c.Modes = []string{"duel", "ranked"} })},
+		{"ModesFewer", with(func(c *Config) { c.Modes = []string{"duel"} })},
 		{"Regions", with(func(c *Config) { c.Regions = []string{"eu"} })},
 		{"Consent", with(func(c *Config) { c.PartyConsent = "none" })},
 	}

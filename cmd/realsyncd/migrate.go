@@ -14,6 +14,10 @@ import (
 	"github.com/realsync/realsync/store/migrate"
 )
 
+// migrateSecret stands for REALSYNC_JWT_SECRET in migrate's settings,
+// whatever that variable holds: any value passes production's check.
+const migrateSecret = "migrate-verifies-no-token-0123456789abcdef"
+
 // migrateMain runs `realsyncd migrate [-dry-run]`: it upgrades the data in
 // Redis to a key schema this release serves (store.Migrate, package
 // store/migrate), with the same variables and flags as the server. Every
@@ -21,10 +25,6 @@ import (
 // lease. -dry-run only counts what would change, and may run beside
 // instances. Returns the exit code: 0 done (or nothing to do), 1 failed
 // (run it again to resume), 2 bad usage.
-// migrateSecret stands for REALSYNC_JWT_SECRET in migrate's settings,
-// whatever that variable holds: any value passes production's check.
-const migrateSecret = "migrate-verifies-no-token-0123456789abcdef"
-
 func migrateMain(getenv func(string) string, args []string, stdout, stderr io.Writer) int {
 	var dry bool
 	// it verifies no token: production's required JWT secret is not asked

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 )
 
 // MaxSize is the largest file Read takes.
@@ -19,8 +18,8 @@ const MaxSize = 16 << 20
 // path: os.Open's as they are, "not a regular file" for a FIFO, a device,
 // a directory or a socket, "larger than" past MaxSize.
 func Read(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO for reading waits for a writer without it
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// nonblock: opening a FIFO for reading waits for a writer without it
+	f, err := os.OpenFile(path, os.O_RDONLY|nonblock, 0)
 	if err != nil {
 		return nil, err
 	}
