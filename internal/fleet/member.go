@@ -16,11 +16,20 @@ type Config struct {
 	// Streams counts this instance's open streams at each heartbeat; nil
 	// reports 0.
 	Streams func() int
-	// Every is the heartbeat interval: a third of the registry's TTL, so
-	// two heartbeats may fail before the registration lapses.
+	// Every is the heartbeat interval: a third of the registry's TTL. A
+	// failed heartbeat is tried again every fifth of it (retryShare) until
+	// one succeeds: waiting the whole interval, two failures in a row left
+	// the third heartbeat at the registration's expiry, late by a few ms
+	// (a resharding tester's find: both instances lapsed, and others may
+	// reap a lapsed instance, releasing what it holds).
 	Every time.Duration
 	Log   *slog.Logger
+	// after is time.After when nil; tests record the waits (export_test.go)
+	after func(time.Duration) <-chan time.Time
 }
+
+// retryShare: a failed heartbeat is tried again after Every/retryShare.
+const retryShare = 5
 
 // Member keeps one instance registered until Leave.
 type Member struct {
@@ -31,7 +40,8 @@ type Member struct {
 }
 
 // Join registers cfg.Self at once, returning the registry's error if that
-// fails, then renews the registration every cfg.Every until Leave. Each
+// fails, then renews the registration every cfg.Every (a failed renewal
+// every cfg.Every/retryShare until one succeeds) until Leave. Each
 // heartbeat also reaps the registrations of other instances that lapsed,
 // so a dead instance's leftovers are released within one interval of its
 // lapse while any instance runs.
@@ -44,6 +54,9 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.after == nil {
+		cfg.after = time.After
 	}
 	m := &Member{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 	if _, err := cfg.Registry.HeartbeatInstance(ctx, m.self()); err != nil {
@@ -62,32 +75,38 @@ func (m *Member) self() Instance {
 
 func (m *Member) run() {
 	defer close(m.done)
-	t := time.NewTicker(m.cfg.Every)
-	defer t.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		<-m.stop
 		cancel() // a heartbeat stuck on an unreachable Redis ends with Leave
 	}()
+	wait := m.cfg.Every
 	for {
 		select {
 		case <-m.stop:
 			return
-		case <-t.C:
+		case <-m.cfg.after(wait):
 		}
-		m.beat(ctx)
+		began, every := time.Now(), m.cfg.Every
+		if !m.beat(ctx) {
+			every /= retryShare
+		}
+		// counted from the beat's start, as a ticker would: a slow
+		// heartbeat does not push the next one later
+		wait = max(every-time.Since(began), 0)
 	}
 }
 
-// beat renews this instance and reaps the lapsed ones.
-func (m *Member) beat(ctx context.Context) {
+// beat renews this instance and reaps the lapsed ones; false when the
+// renewal failed.
+func (m *Member) beat(ctx context.Context) bool {
 	log := m.cfg.Log
-	renewed, err := m.cfg.Registry.HeartbeatInstance(ctx, m.self())
+	renewed, renewErr := m.cfg.Registry.HeartbeatInstance(ctx, m.self())
 	switch {
-	case err != nil && ctx.Err() == nil:
-		log.Warn("fleet: heartbeat", "err", err)
-	case err == nil && !renewed:
+	case renewErr != nil && ctx.Err() == nil:
+		log.Warn("fleet: heartbeat", "err", renewErr)
+	case renewErr == nil && !renewed:
 		// Redis was unreachable for longer than the TTL, or a slow heartbeat
 		// came too late: others may already have reaped this instance.
 		log.Warn("fleet: this instance's registration had lapsed; registered again", "instance", m.cfg.Self.ID)
@@ -99,6 +118,7 @@ func (m *Member) beat(ctx context.Context) {
 	for _, id := range reaped {
 		log.Info("fleet: an instance's registration lapsed; released what it held", "instance", id)
 	}
+	return renewErr == nil
 }
 
 // Leave stops the heartbeat and removes the registration at once, within

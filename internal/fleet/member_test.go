@@ -2,6 +2,9 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +96,66 @@ func waitFor(tb testing.TB, within time.Duration, what string, ok func() bool) {
 			tb.Fatalf("not within %v: %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// failing is a registry whose heartbeats after the first fail fail times.
+type failing struct {
+	fleet.Registry
+	mu    sync.Mutex
+	beats int
+	fail  int
+}
+
+func (f *failing) HeartbeatInstance(ctx context.Context, in fleet.Instance) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beats++
+	if f.beats > 1 && f.fail > 0 {
+		f.fail--
+		return false, errors.New("TRYAGAIN Multiple keys request during rehashing of slot")
+	}
+	return true, nil
+}
+func (*failing) ReapInstances(context.Context) ([]string, error)  { return nil, nil }
+func (*failing) DeregisterInstance(context.Context, string) error { return nil }
+
+// A failed heartbeat is tried again after a fifth of the interval, until
+// one succeeds, then the interval again (a resharding tester's find:
+// waiting the whole interval after two failures, the third heartbeat
+// came at the registration's expiry, and both instances lapsed).
+func TestFailedHeartbeatRetriedSooner(t *testing.T) {
+	const every = 300 * time.Millisecond
+	reg := &failing{fail: 2}
+	waits := make(chan time.Duration, 5)
+	cfg := fleet.WithWaits(fleet.Config{Registry: reg, Every: every, Self: fleet.Instance{ID: "me"},
+		Log: slog.New(slog.DiscardHandler)}, func(d time.Duration) <-chan time.Time {
+		select {
+		case waits <- d:
+		default: // the five are recorded: a wait that never ends, until Leave
+			return nil
+		}
+		now := make(chan time.Time, 1)
+		now <- time.Now() // at once: the waits asked for are what is checked
+		return now
+	})
+	m, err := fleet.Join(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for range 5 {
+		got = append(got, <-waits)
+	}
+	m.Leave(context.Background())
+	// the first wait, then after each beat: failed, failed, renewed, renewed
+	want := []time.Duration{every, every / 5, every / 5, every, every}
+	for i, w := range want {
+		// a beat's own time is taken off the next wait, so a wait is at
+		// most its own; an interval's is more than a retry's unless a
+		// beat stalled 240 ms
+		if got[i] > w || (w == every && got[i] <= every/5) {
+			t.Fatalf("waits %v, want about %v", got, want)
+		}
 	}
 }
