@@ -17,11 +17,13 @@ type Config struct {
 	// reports 0.
 	Streams func() int
 	// Every is the heartbeat interval: a third of the registry's TTL. A
-	// failed heartbeat is tried again every fifth of it (retryShare) until
-	// one succeeds: waiting the whole interval, two failures in a row left
-	// the third heartbeat at the registration's expiry, late by a few ms
-	// (a resharding tester's find: both instances lapsed, and others may
-	// reap a lapsed instance, releasing what it holds).
+	// heartbeat is bounded by it, and one that failed is tried again every
+	// fifth of it (retryShare) until one succeeds. Waiting the whole
+	// interval, two failures in a row left the third heartbeat at the
+	// registration's expiry; unbounded, a heartbeat held up by a Cluster
+	// moving the registry's slot waited 10 s unlogged (a resharding
+	// tester's find: both instances lapsed, and others may reap a lapsed
+	// instance, releasing what it holds).
 	Every time.Duration
 	Log   *slog.Logger
 	// after is time.After when nil; tests record the waits (export_test.go)
@@ -89,14 +91,22 @@ func (m *Member) run() {
 		case <-m.cfg.after(wait):
 		}
 		began, every := time.Now(), m.cfg.Every
-		if !m.beat(ctx) {
+		// a beat is bounded by the interval: one held up (a Redis Cluster
+		// moving the registry's slot: the beat waited 10 s, then found its
+		// registration lapsed) fails, is logged and is tried again
+		bctx, cancel := context.WithTimeout(ctx, m.cfg.Every)
+		if !m.beat(bctx) {
 			every /= retryShare
 		}
+		cancel()
 		// counted from the beat's start, as a ticker would: a slow
 		// heartbeat does not push the next one later
 		wait = max(every-time.Since(began), 0)
 	}
 }
+
+// leaving: ctx was cancelled by Leave (a beat's own deadline is logged).
+func leaving(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
 
 // beat renews this instance and reaps the lapsed ones; false when the
 // renewal failed.
@@ -104,7 +114,7 @@ func (m *Member) beat(ctx context.Context) bool {
 	log := m.cfg.Log
 	renewed, renewErr := m.cfg.Registry.HeartbeatInstance(ctx, m.self())
 	switch {
-	case renewErr != nil && ctx.Err() == nil:
+	case renewErr != nil && !leaving(ctx):
 		log.Warn("fleet: heartbeat", "err", renewErr)
 	case renewErr == nil && !renewed:
 		// Redis was unreachable for longer than the TTL, or a slow heartbeat
@@ -112,7 +122,7 @@ func (m *Member) beat(ctx context.Context) bool {
 		log.Warn("fleet: this instance's registration had lapsed; registered again", "instance", m.cfg.Self.ID)
 	}
 	reaped, err := m.cfg.Registry.ReapInstances(ctx)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && !leaving(ctx) {
 		log.Warn("fleet: reaping lapsed instances", "err", err)
 	}
 	for _, id := range reaped {

@@ -105,12 +105,20 @@ type failing struct {
 	mu    sync.Mutex
 	beats int
 	fail  int
+	hang  int // heartbeats after the first held up until their context ends
 }
 
 func (f *failing) HeartbeatInstance(ctx context.Context, in fleet.Instance) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.beats++
+	if f.beats > 1 && f.hang > 0 {
+		f.hang--
+		f.mu.Unlock()
+		<-ctx.Done() // held up until the beat's bound
+		f.mu.Lock()
+		return false, ctx.Err()
+	}
 	if f.beats > 1 && f.fail > 0 {
 		f.fail--
 		return false, errors.New("TRYAGAIN Multiple keys request during rehashing of slot")
@@ -125,8 +133,13 @@ func (*failing) DeregisterInstance(context.Context, string) error { return nil }
 // waiting the whole interval after two failures, the third heartbeat
 // came at the registration's expiry, and both instances lapsed).
 func TestFailedHeartbeatRetriedSooner(t *testing.T) {
+	t.Run("Refused", func(t *testing.T) { retriedSooner(t, &failing{fail: 2}) })
+	// one held up is bounded by the interval, then fails as a refused one
+	t.Run("HeldUp", func(t *testing.T) { retriedSooner(t, &failing{hang: 2}) })
+}
+
+func retriedSooner(t *testing.T, reg *failing) {
 	const every = 300 * time.Millisecond
-	reg := &failing{fail: 2}
 	waits := make(chan time.Duration, 5)
 	cfg := fleet.WithWaits(fleet.Config{Registry: reg, Every: every, Self: fleet.Instance{ID: "me"},
 		Log: slog.New(slog.DiscardHandler)}, func(d time.Duration) <-chan time.Time {
@@ -143,11 +156,16 @@ func TestFailedHeartbeatRetriedSooner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { m.Leave(context.Background()) })
 	var got []time.Duration
 	for range 5 {
-		got = append(got, <-waits)
+		select {
+		case d := <-waits:
+			got = append(got, d)
+		case <-time.After(10 * time.Second): // not a timing check: a hang's bound
+			t.Fatalf("after the waits %v the member waits no more: a heartbeat held up for good", got)
+		}
 	}
-	m.Leave(context.Background())
 	// the first wait, then after each beat: failed, failed, renewed, renewed
 	want := []time.Duration{every, every / 5, every / 5, every, every}
 	for i, w := range want {
