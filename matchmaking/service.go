@@ -180,11 +180,8 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	}
 	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode, seed), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
 		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}
-	if first, ok, err := s.firstRun(ctx, p.Mode, seed); err != nil {
-		return Ticket{}, err
-	} else if ok {
-		first.Again = true
-		return s.view(first, r), nil
+	if first, ok, err := s.FirstRun(ctx, u, p); err != nil || ok {
+		return first, err
 	}
 	// after the key's first run is looked up: its consent was asked then
 	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {

@@ -26,7 +26,7 @@ const (
 )
 
 // errRedisSettings wraps what Redis answered to a connection's own
-// settings (the URL's database number, its client name): no wait fixes it.
+// settings (the URL's database number): no wait fixes it.
 var errRedisSettings = errors.New("redis refused the connection's settings (REALSYNC_REDIS_URL)")
 
 // connect runs st.Init until it succeeds or ctx ends: an instance started
@@ -90,18 +90,11 @@ func redisReply(err error) bool {
 	return errors.As(err, &re)
 }
 
-// refusedSettings tells Redis' answers to the connection's own settings,
+// refusedSettings tells Redis' answer to the connection's own settings,
 // the same at every attempt: a database number past the server's
-// `databases` (SELECT), a client name with a space (CLIENT SETNAME).
+// `databases` (SELECT). A client name Redis refuses never gets here:
+// redisurl.Parse refuses it first.
 func refusedSettings(err error) bool {
-	if !redisReply(err) {
-		return false
-	}
 	msg := err.Error()
-	for _, s := range []string{"DB index is out of range", "invalid DB index", "Client names cannot contain"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return redisReply(err) && (strings.Contains(msg, "DB index is out of range") || strings.Contains(msg, "invalid DB index"))
 }
