@@ -35,26 +35,32 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
-	if answeredBefore(r.Context()) {
-		// the same create sent again after its answer: its ticket as it is
+	again := answeredBefore(r.Context())
+	if !again {
+		if err := s.tickets.Validate(r.Context(), userFrom(r.Context()), p); err != nil {
+			s.writeError(w, r, err) // counted on nothing but the route's limits
+			return
+		}
+	}
+	if key != "" {
+		// the same create sent again: its first run's ticket as it is
 		// now, nothing counted on the limits again (a reviewer's find: a
-		// retry was counted as a create, and could be 429); once the
-		// ticket is gone, its key queues no other (its users could be
-		// matched twice): 404
+		// retry was counted as a create, and could be 429), also when the
+		// first run's answer was lost (its key's claim lapsed: no answer
+		// recorded). Once the ticket is gone, a key that was answered
+		// queues no other (its users could be matched twice): 404
 		t, ok, err := s.tickets.FirstRun(r.Context(), userFrom(r.Context()), p)
-		if err == nil && !ok {
+		if err == nil && !ok && again {
 			err = fmt.Errorf("the ticket this Idempotency-Key queued has ended and is gone (its grace passed): send a new key to queue again: %w", matchmaking.ErrTicketNotFound)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		s.writeTicketCreated(w, t)
-		return
-	}
-	if err := s.tickets.Validate(r.Context(), userFrom(r.Context()), p); err != nil {
-		s.writeError(w, r, err) // counted on nothing but the route's limits
-		return
+		if ok {
+			s.writeTicketCreated(w, t)
+			return
+		}
 	}
 	taken, ok := s.limitCreate(w, r) // its match may make a room the leader owns
 	if !ok {

@@ -347,6 +347,8 @@ func (q countedQuotas) MayHoldRoom(ctx context.Context, uid string, owner bool) 
 // second re-send was 429 while the ticket searched), and, once the ticket
 // is gone (its grace passed, dropped by a pass), 404 TICKET_NOT_FOUND: the
 // key queues no second ticket for the same users. A new key queues one.
+// Sent again when its answer was lost (no record kept: the key's claim
+// lapsed), it answers the same, counted on no limit either.
 func TestKeyedTicketSentAgain(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -367,6 +369,19 @@ func TestKeyedTicketSentAgain(t *testing.T) {
 				want(t, again, 201, "")
 				if tk := again.body["ticket"].(map[string]any); again.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id || tk["status"] != "searching" {
 					t.Fatalf("sent again (%d): %v %s", i, again.header, again.raw)
+				}
+			}
+			// its answer lost (the key's claim lapsed: no record kept),
+			// twice: the first run's ticket again, counted on no limit
+			// (create=2/h: the second was 429 when each counted)
+			for i := range 2 {
+				if keys := e.idemKeys(); len(keys) != 1 || e.store.Client().Del(context.Background(), keys...).Err() != nil {
+					t.Fatalf("records %v, want k1's", keys)
+				}
+				lost := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+				want(t, lost, 201, "")
+				if tk := lost.body["ticket"].(map[string]any); lost.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id {
+					t.Fatalf("sent again, its answer lost (%d): %v %s", i, lost.header, lost.raw)
 				}
 			}
 			want(t, e.do("DELETE", path+"/"+id.(string), carol, nil), 204, "")
