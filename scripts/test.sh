@@ -114,86 +114,101 @@ await() { # name: waits for lane name and prints its output
 }
 elapsed() { echo "   ($(( $(date +%s) - began )) s)"; }
 
-# The store package's tests run as two processes of one test binary
+# The store package's tests run as three processes of one test binary
 # (built once: two go test commands would each compile and link it), each
 # with its own shared servers: those of Cluster topology (failovers, slot
 # moves, added and removed masters, paused servers, the layout, repairs:
-# about half its time, mostly waiting) and the rest (which run the suite's
-# check that the scripts emitted every event kind, store/main_test.go).
-# Together they run every test once: one runs -run's pattern, the other
-# skips it.
+# mostly waiting), those of the player layer (sessions, statuses, user
+# streams, presence, instances lapsing: mostly waiting on leases and
+# debounces) and the rest (which run the suite's check that the scripts
+# emitted every room event kind, store/main_test.go: it runs under
+# -test.skip, not -test.run). Together they run every test and benchmark
+# once. As two processes, the rest took 666 s of a 809 s run (224 s of
+# CPU), the lane's longest part (2026-12-05).
 store_topology='Paused|Failover|Master|Replica|Slot|Repair|FeedProbe|Ping|Deadline|Layout'
-store_half() { # name -test.run|-test.skip [flag...]: runs one half, its output shown only when it fails (as go test does)
+store_players='UserStatus|UserStream|Session|Lapse|Replac|Presence|Inbox|Offline|Lifecycle|DeadInstance|Holdings'
+store_part() { # name flag... : runs one part, its output shown only when it fails (as go test does)
   local out="$lanes/store-$1.out" t0
   t0=$(date +%s)
-  # as go test runs it: in the package's directory
-  if (cd store && "$lanes/store.test" -test.timeout=20m "$2" "$store_topology" "${@:3}") >"$out" 2>&1; then
-    echo "ok   store ($1: $2 '$store_topology'${3:+, and its $(grep -c '^Benchmark' "$out") benchmark lines})  $(( $(date +%s) - t0 )) s"
+  # as go test runs it: in the package's directory; every benchmark once
+  # (its smallest size under the race detector: internal/race), after
+  # the tests of the same run, so that scripts/bench.sh keeps working:
+  # nothing else runs a benchmark between full runs of bench.sh, and two
+  # broke unseen (a script's arguments moved, a lease's TTL rounded to 0)
+  # and one stopped a full run
+  if (cd store && "$lanes/store.test" -test.timeout=20m -test.benchtime 1x "${@:2}") >"$out" 2>&1; then
+    echo "ok   store ($1: ${*:2}; $(grep -c '^Benchmark' "$out") benchmark lines)  $(( $(date +%s) - t0 )) s"
   else
     cat "$out"
-    echo "FAIL store ($1: $2 '$store_topology')  $(( $(date +%s) - t0 )) s"
+    echo "FAIL store ($1: ${*:2})  $(( $(date +%s) - t0 )) s"
     return 1
   fi
 }
 store_tests() {
   echo "== tests of the store package (race detector, real Redis: standalone, 3-master Cluster, embedded)"
-  local rc=0 topology
-  store_half topology -test.run >"$lanes/store-topology.log" 2>&1 &
+  local rc=0 topology players fuzz
+  store_part topology -test.run "$store_topology" -test.bench "$store_topology" >"$lanes/store-topology.log" 2>&1 &
   topology=$!
-  # every benchmark once (its smallest size under the race detector:
-  # internal/race), after the tests of the same run, so that
-  # scripts/bench.sh keeps working: nothing else runs a benchmark between
-  # full runs of bench.sh, and two broke unseen (a script's arguments
-  # moved, a lease's TTL rounded to 0) and one stopped a full run. None
-  # is of the topology half.
-  store_half rest -test.skip -test.bench . -test.benchtime 1x || rc=1
+  store_part players -test.run "$store_players" -test.bench "$store_players" -test.skip "$store_topology" >"$lanes/store-players.log" 2>&1 &
+  players=$!
+  # The fuzz targets run in this lane, beside the tests (after them, they
+  # were its last 100 s, 2026-12-05): in the go lane, after a change most
+  # packages import, they were the last 2 to 3 minutes of the run while
+  # the other lanes had ended (2026-11-30, 833 s: lanes sdk 522 s, store
+  # 432 s, go 718 s).
+  (echo "== fuzz targets, a few seconds each"; FUZZWORKERS=1 scripts/fuzz.sh) >"$lanes/fuzz.log" 2>&1 &
+  fuzz=$!
+  store_part rest -test.skip "$store_topology|$store_players" -test.bench . || rc=1
   wait "$topology" || rc=1
-  cat "$lanes/store-topology.log"
-  # The fuzz targets run in this lane, which ends first: in the go lane,
-  # after a change most packages import, they were the last 2 to 3 minutes
-  # of the run while the other lanes had ended (2026-11-30, 833 s: lanes
-  # sdk 522 s, store 432 s, go 718 s).
-  echo "== fuzz targets, a few seconds each"
-  FUZZWORKERS=1 scripts/fuzz.sh || rc=1
+  wait "$players" || rc=1
+  cat "$lanes/store-topology.log" "$lanes/store-players.log"
+  wait "$fuzz" || rc=1
+  cat "$lanes/fuzz.log"
   return "$rc"
 }
 
 go_tests() {
   echo "== tests of the other packages (race detector, real Redis: standalone, 3-master Cluster, embedded)"
-  # Three packages at a time, not GOMAXPROCS (2 here): the suites mostly
-  # wait (on Redis failovers, leases, timers, realsyncd processes):
-  # alone, cmd/realsyncd's run (its realsyncd processes too) used 192 s of
-  # CPU in 349 s, store/tickets' 62 s in 239 s. Four at a time took longer
-  # (887 s against 775 s, and 834 s of CPU against 623 s: the suites that
-  # poll poll more when the machine is slower). The longest are named first: go test builds and runs
-  # packages in the order given, and prints their results in that order.
-  # Each runs its benchmarks once too, after its tests, as the store lane
+  # Four packages at a time, not GOMAXPROCS (2 here): the suites mostly
+  # wait (on Redis failovers, leases, timers, realsyncd processes). The
+  # longest are named first (go test builds and runs packages in the order
+  # given, and prints their results in that order): cmd/realsyncd, api and
+  # store/tickets take about 450 s each on a loaded CI, and the fourth
+  # slot builds and runs the rest meanwhile, the longest of them first.
+  # With three at a time the three held every slot, and the rest (about 50
+  # packages to build, link and run) came after them: the lane's last
+  # 290 s of a 809 s run; with four, 646 s of 708 s (2026-12-05). (Four
+  # at a time in the order of go list took longer, 887 s against 775 s,
+  # on 2026-11-27: the suites that poll poll more when the machine is
+  # slower.) Each runs its benchmarks once too, after its tests, as the store lane
   # does (a go test run of their own linked every test binary a second
   # time: 110 s at the end of the lane). Asked for after -args, not with
   # go test's -bench, which runs the packages one at a time (so that
   # benchmarks do not share the machine): go test shows their lines only
   # when the package fails.
   # shellcheck disable=SC2046 # one word per package
-  go test -race -count=1 -timeout 20m -p 3 ./cmd/realsyncd/ ./api/ ./store/tickets/ \
+  go test -race -count=1 -timeout 20m -p 4 ./cmd/realsyncd/ ./api/ ./store/tickets/ \
+    ./store/webhooks/ ./sse/ ./cmd/rsload/ ./sdk/go/ ./store/userlog/ ./matchmaking/ ./store/ratelimit/ \
+    ./store/internal/conn/ ./store/internal/redisx/ ./internal/redistest/ \
     $(go list ./... | grep -vx 'github.com/realsync/realsync/store') -args -test.bench=. -test.benchtime=1x
 }
 sdk_tests() {
   # scripts/bench.sh's smoke run waits most of its 3 to 5 minutes (streams
   # left idle to be read, realsyncd restarted on an empty Redis): it runs
   # beside the rest of this lane, not after it (after it, this lane was the
-  # last to end, by 120 s); in a process group of its own, stopped as one
-  # if the lane ends first (bench.sh's trap then stops what it started)
+  # last to end, by 120 s); so do the deploy linters and the C# SDK's
+  # tests (mostly waiting too: 195 s of the lane before the TypeScript
+  # SDK's 500 s, which made this lane the last to end, 2026-12-05). Each
+  # in a process group of its own, stopped as one if the lane ends first
+  # (bench.sh's trap then stops what it started); their output is shown
+  # when they end.
   set -m
   bench_smoke >"$lanes/bench-smoke.out" 2>&1 &
   bench_smoke_pid=$!
+  deploy_csharp >"$lanes/deploy-csharp.out" 2>&1 &
+  deploy_csharp_pid=$!
   set +m
-  trap 'kill -TERM -- "-$bench_smoke_pid" 2>/dev/null || true' EXIT
-  echo "== deploy/: Dockerfile, compose file, HAProxy, Prometheus alerts, Grafana dashboard, Kubernetes manifests"
-  deploy/lint.sh
-  elapsed
-  echo "== C# SDK (Unity): .NET Standard 2.1 build with Mono, tests against realsyncd (installs mono when missing)"
-  "sdk/csharp/Tests~/run.sh"
-  elapsed
+  trap 'kill -TERM -- "-$bench_smoke_pid" "-$deploy_csharp_pid" 2>/dev/null || true' EXIT
   echo "== TypeScript SDK: generated types and the demo's bundle match, Node and browser tests"
   (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && npm run --silent bundle)
   if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.ts web/static/realsync.js)" ]; then
@@ -210,13 +225,24 @@ sdk_tests() {
   echo "== TypeScript SDK as published: npm publish --dry-run, the packed tarball in a strict consumer (Node and browser)"
   sdk/typescript/scripts/consumer-test.sh
   elapsed
-  echo "== scripts/bench.sh as a smoke run (every section at its smallest, once, placed on CPUs), scripts/capacity.py and scripts/targets.py on its log"
   local rc=0
+  wait "$deploy_csharp_pid" || rc=$?
+  cat "$lanes/deploy-csharp.out"
+  echo "== scripts/bench.sh as a smoke run (every section at its smallest, once, placed on CPUs), scripts/capacity.py and scripts/targets.py on its log"
   wait "$bench_smoke_pid" || rc=$?
   trap - EXIT
   cat "$lanes/bench-smoke.out"
   elapsed
   return "$rc"
+}
+# deploy_csharp runs the deploy linters, then the C# SDK's build and tests.
+deploy_csharp() {
+  echo "== deploy/: Dockerfile, compose file, HAProxy, Prometheus alerts, Grafana dashboard, Kubernetes manifests"
+  deploy/lint.sh
+  elapsed
+  echo "== C# SDK (Unity): .NET Standard 2.1 build with Mono, tests against realsyncd (installs mono when missing)"
+  "sdk/csharp/Tests~/run.sh"
+  elapsed
 }
 # bench_smoke runs scripts/bench.sh's every section at its smallest
 # (REALSYNC_BENCH_SMOKE), placed as issue 15's acceptance run is (Redis,

@@ -184,11 +184,13 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	env, prefix, c := sharedBackend(t, backend)
 	env = append(env, "REALSYNC_WEBHOOKS_FILE="+file, "REALSYNC_WEBHOOK_MAX_ATTEMPTS="+strconv.Itoa(attempts),
 		"REALSYNC_WEBHOOK_BACKOFF=1ms,600ms", "REALSYNC_ADMIN_TOKEN="+e2eAdminToken, loadTestLimits)
-	// a and b's tries wait 5 s for an answer: on a busy machine (CI, the
+	// a and b's tries wait 15 s for an answer: on a busy machine (CI, the
 	// tests in parallel) the receiver may take over 1 s to answer, and a
-	// try given up before it was read would be missing from the receiver's
-	// count; c (part 3) waits 1 s, so it takes over after 6 s
-	a, b := start(t, bin, append(env, "REALSYNC_WEBHOOK_TIMEOUT=5s")...), start(t, bin, append(env, "REALSYNC_WEBHOOK_TIMEOUT=5s")...)
+	// try given up is tried again (at least once), which the healthy
+	// part counts as a duplicate: with 5 s, a CI run on 2 cores saw the
+	// receiver handle a try after its retry (2026-12-05); c (part 3)
+	// waits 1 s, so it takes over after 6 s
+	a, b := start(t, bin, append(env, "REALSYNC_WEBHOOK_TIMEOUT=15s")...), start(t, bin, append(env, "REALSYNC_WEBHOOK_TIMEOUT=15s")...)
 	if n, keys := webhookEntries(t, c, prefix); n != 0 {
 		t.Fatalf("%d webhook entries before any event (keys %q)", n, keys)
 	}
@@ -390,7 +392,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no delivery reached the receiver")
 	}
-	a.kill() // at once: its try would time out after 5 s (then it would retry by itself)
+	a.kill() // at once: its try would time out after 15 s (then it would retry by itself)
 	// Every try of a's ends before c starts, so c's tries are all answered
 	// 204: one c made while the receiver still held requests would be
 	// settled as delivered and recorded as failed.
