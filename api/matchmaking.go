@@ -124,9 +124,7 @@ func (s *Server) CancelTicket(w http.ResponseWriter, r *http.Request, ticketID s
 func ticketBody(t matchmaking.Ticket) oapi.Ticket {
 	out := oapi.Ticket{TicketId: t.ID, Mode: t.Mode, Rating: t.Rating, Attributes: t.Attributes, UserId: t.UserID,
 		PartyUserIds: t.PartyUserIDs, Status: oapi.TicketStatus(t.Status), CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
-	for _, reg := range t.Regions {
-		out.Regions = append(out.Regions, reg)
-	}
+	out.Regions = append(out.Regions, t.Regions...)
 	if out.PartyUserIds == nil {
 		out.PartyUserIds = []string{}
 	}

@@ -102,7 +102,7 @@ func TestListFiltersAndSorts(t *testing.T) {
 		checkWalks(t, svc, ids, tests)
 		t.Run("ListedRoomsHaveNoPlayers", func(t *testing.T) {
 			page, _ := svc.List(ctx, lobby.ListParams{})
-			if len(page.Rooms) == 0 || page.Rooms[0].Players != nil && len(page.Rooms[0].Players) > 0 {
+			if len(page.Rooms) == 0 || len(page.Rooms[0].Players) > 0 {
 				t.Fatalf("rooms %+v", page.Rooms)
 			}
 		})

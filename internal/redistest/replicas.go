@@ -329,6 +329,7 @@ func (c *Cluster) WaitSlotsListReplicas(timeout time.Duration) error {
 	listed := func() bool {
 		for _, n := range c.Nodes {
 			cl := redis.NewClient(&redis.Options{Addr: n.Addr})
+			//lint:ignore SA1019 the layout as go-redis reads it (CLUSTER SLOTS)
 			slots, err := cl.ClusterSlots(ctx).Result()
 			cl.Close()
 			if err != nil || len(slots) == 0 {

@@ -75,6 +75,7 @@ func (l *SlotSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 		if c == nil {
 			return nil, errLayoutClosed
 		}
+		//lint:ignore SA1019 go-redis takes the layout in CLUSTER SLOTS' shape (ClusterOptions.ClusterSlots)
 		slots, err := c.ClusterSlots(ctx).Result()
 		switch {
 		case err != nil:
