@@ -77,11 +77,11 @@ scripts/vulncheck.sh
 
 # The rest runs in three lanes at once, each timed: the store package's
 # tests (the longest package, about 7.5 minutes alone, and mostly
-# waiting: on failovers, leases, paused servers; ~80 s of CPU) then the
-# fuzz targets, the other Go packages, and the deploy linters, the C# SDK and
-# the TypeScript SDK (in the foreground, printed as they run). One after
-# the other they took 13 to 14 minutes on 2 cores. Every lane runs to its
-# end; the script fails when any lane failed.
+# waiting: on failovers, leases, paused servers; ~170 s of CPU) with the
+# fuzz targets beside them, then the C# SDK; the other Go packages; and
+# the deploy linters and the TypeScript SDK (in the foreground, printed as
+# they run). One after the other they took 13 to 14 minutes on 2 cores.
+# Every lane runs to its end; the script fails when any lane failed.
 lanes="$(mktemp -d)"
 declare -A lane_pid=()
 # shellcheck disable=SC2317 # called by the trap
