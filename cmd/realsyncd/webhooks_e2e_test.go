@@ -428,7 +428,22 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		return true
 	})
 	t.Logf("a killed instance's %d held deliveries were taken over %v after c started", len(held), time.Since(began).Round(10*time.Millisecond))
-	time.Sleep(300 * time.Millisecond)
+	// failedTries is how many of c's tries of id failed for c (answered
+	// after its timeout): each is tried again, after a backoff (a loaded
+	// CI saw the retry come later than the 300 ms this waited before)
+	failedTries := func(id string) int {
+		return strings.Count(c2.logText(), `msg="webhook try failed" endpoint=crm webhook_id=`+id+" ")
+	}
+	waitFor(t, 30*time.Second, "c's retries of its tries that failed for it", func() bool {
+		all, _ := rc.snapshot()
+		for id, tries := range byID(all[len(tried):]) {
+			if ok := slices.DeleteFunc(slices.Clone(tries), func(tr hookTry) bool { return !tr.ok }); len(ok) < failedTries(id)+1 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(300 * time.Millisecond) // a duplicate would come now
 	last, _ := rc.snapshot()
 	byA, byC := byID(last[len(mark):len(tried)]), byID(last[len(tried):])
 	for id := range held {
@@ -440,7 +455,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		// c's tries, each answered 204: one, and one more for each that
 		// failed for c (answered after its timeout: a late answer may be
 		// recorded after the try that followed it), retry counts 0..failed
-		failed := strings.Count(c2.logText(), `msg="webhook try failed" endpoint=crm webhook_id=`+id+" ")
+		failed := failedTries(id)
 		var retries []int
 		for _, tr := range tries {
 			if tr.ok {
