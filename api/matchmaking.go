@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/realsync/realsync/api/oapi"
@@ -35,32 +34,20 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
-	again := answeredBefore(r.Context())
-	if !again {
-		if err := s.tickets.Validate(r.Context(), userFrom(r.Context()), p); err != nil {
-			s.writeError(w, r, err) // counted on nothing but the route's limits
-			return
-		}
+	// checked before any limit is counted: a keyed create sent again (its
+	// answer kept, or lost with the instance that ran it: the key's claim
+	// lapsed) answers its first run's ticket as it is now, counted on no
+	// limit again (a reviewer's find: a retry was counted as a create,
+	// and could be 429); a bad body is counted on nothing but the route's
+	// limits
+	c, err := s.tickets.Prepare(r.Context(), userFrom(r.Context()), p, answeredBefore(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	if key != "" {
-		// the same create sent again: its first run's ticket as it is
-		// now, nothing counted on the limits again (a reviewer's find: a
-		// retry was counted as a create, and could be 429), also when the
-		// first run's answer was lost (its key's claim lapsed: no answer
-		// recorded). Once the ticket is gone, a key that was answered
-		// queues no other (its users could be matched twice): 404
-		t, ok, err := s.tickets.FirstRun(r.Context(), userFrom(r.Context()), p)
-		if err == nil && !ok && again {
-			err = fmt.Errorf("the ticket this Idempotency-Key queued has ended and is gone (its grace passed): send a new key to queue again: %w", matchmaking.ErrTicketNotFound)
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if ok {
-			s.writeTicketCreated(w, t)
-			return
-		}
+	if c.Found {
+		s.writeTicketCreated(w, c.First)
+		return
 	}
 	taken, ok := s.limitCreate(w, r) // its match may make a room the leader owns
 	if !ok {
@@ -74,7 +61,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		}
 		taken = append(taken, direct...) // handed back with the create counts when refused
 	}
-	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
+	t, err := s.tickets.Enqueue(r.Context(), c)
 	s.handBackCreate(r, taken, err == nil, err)
 	if err != nil {
 		s.writeError(w, r, err)

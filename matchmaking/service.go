@@ -159,12 +159,72 @@ type TicketParams struct {
 // users' claims stay (a next create is ErrTicketActive until the ticket
 // ends, or for InFlight when it was not queued).
 func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Ticket, error) {
-	if err := rooms.PlayersOnly(u); err != nil {
-		return Ticket{}, err
+	c, err := s.Prepare(ctx, u, p, false)
+	if err != nil || c.Found {
+		return c.First, err
 	}
-	r := s.cfg.Rules.Of(p.Mode)
-	if err := s.validate(u, p, r); err != nil {
-		return Ticket{}, err
+	return s.Enqueue(ctx, c)
+}
+
+// Prepared is a ticket create that Prepare checked: the ticket a keyed
+// create's earlier run queued (Found), or a ticket for Enqueue.
+type Prepared struct {
+	// First is the ticket of the key's earlier run, as it is now, with
+	// Again set, when Found.
+	First Ticket
+	Found bool
+	u     rooms.User
+	p     TicketParams
+	r     Rules
+	seed  string
+}
+
+// Prepare is Create's part before anything is claimed, for a caller that
+// counts the create on limits of its own between it and Enqueue: a keyed
+// create's first run's ticket when it queued one (Found, answered
+// whatever the rules or its members' consent say now: they were asked
+// then); else p checked against its mode's rules (a ValidationError
+// naming every bad field) and its party's consent (ErrPartyConsent).
+// sentAgain says that the key's create was answered before (the caller
+// kept its answer): then nothing is checked, and a first run's ticket
+// that is gone (its grace after it ended passed) is ErrTicketNotFound,
+// not another ticket (its users could be matched twice). One read of the
+// queue for a keyed create, none for an unkeyed one.
+func (s *Service) Prepare(ctx context.Context, u rooms.User, p TicketParams, sentAgain bool) (Prepared, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return Prepared{}, err
+	}
+	c := Prepared{u: u, p: p, r: s.cfg.Rules.Of(p.Mode)}
+	var err error
+	if c.seed, err = seedOf(u, p); err != nil {
+		return Prepared{}, err
+	}
+	if c.First, c.Found, err = s.firstRun(ctx, p.Mode, c.seed); err != nil {
+		return Prepared{}, err
+	}
+	if c.Found {
+		c.First.Again = true
+		c.First = s.view(c.First, c.r)
+		return c, nil
+	}
+	if sentAgain && c.seed != "" {
+		return Prepared{}, fmt.Errorf("the ticket this Idempotency-Key queued has ended and is gone (its grace passed): send a new key to queue again: %w", ErrTicketNotFound)
+	}
+	if err := s.validate(u, p, c.r); err != nil {
+		return Prepared{}, err
+	}
+	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
+		return Prepared{}, err
+	}
+	return c, nil
+}
+
+// Enqueue is Create's part from its claims on, for a create c that
+// Prepare checked and did not find (Found false).
+func (s *Service) Enqueue(ctx context.Context, c Prepared) (Ticket, error) {
+	u, p, r, seed := c.u, c.p, c.r, c.seed
+	if u.ID == "" || c.Found {
+		return Ticket{}, errors.New("matchmaking: Enqueue of a create Prepare did not check, or found")
 	}
 	rating := *r.DefaultRating
 	if p.Rating != nil {
@@ -174,19 +234,8 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	seed, err := seedOf(u, p)
-	if err != nil {
-		return Ticket{}, err
-	}
 	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode, seed), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
 		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}
-	if first, ok, err := s.FirstRun(ctx, u, p); err != nil || ok {
-		return first, err
-	}
-	// after the key's first run is looked up: its consent was asked then
-	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
-		return Ticket{}, err
-	}
 	if t.PartyUserIDs == nil {
 		t.PartyUserIDs = []string{}
 	}
@@ -227,50 +276,6 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		s.releaseAll(claimed, t.ID)
 	}
 	return Ticket{}, err
-}
-
-// Validate is Create's checks of p before anything is claimed: against
-// its mode's rules (a ValidationError naming every bad field), then its
-// party's consent (ErrPartyConsent), for a caller that counts the party
-// on limits of its own before Create (which checks again).
-func (s *Service) Validate(ctx context.Context, u rooms.User, p TicketParams) error {
-	if err := rooms.PlayersOnly(u); err != nil {
-		return err
-	}
-	if err := s.validate(u, p, s.cfg.Rules.Of(p.Mode)); err != nil {
-		return err
-	}
-	if s.cfg.Consent == nil || len(p.PartyUserIDs) == 0 {
-		return nil
-	}
-	seed, err := seedOf(u, p)
-	if err != nil {
-		return err
-	}
-	// a keyed create run again (its first run's answer lost): the first
-	// run asked its party's consent, and Create answers its ticket
-	// whatever its members' consent says now
-	if _, ok, err := s.firstRun(ctx, p.Mode, seed); err != nil || ok {
-		return err
-	}
-	return s.consent(ctx, u, p.PartyUserIDs)
-}
-
-// FirstRun is the ticket that p's keyed create (p.Key set) queued in an
-// earlier run, as it is now, with Again set; false when it has none (it
-// ran none, or the ticket is gone: its grace after it ended passed), or
-// p has no key.
-func (s *Service) FirstRun(ctx context.Context, u rooms.User, p TicketParams) (Ticket, bool, error) {
-	seed, err := seedOf(u, p)
-	if err != nil || seed == "" {
-		return Ticket{}, false, err
-	}
-	t, ok, err := s.firstRun(ctx, p.Mode, seed)
-	if !ok || err != nil {
-		return Ticket{}, false, err
-	}
-	t.Again = true
-	return s.view(t, s.cfg.Rules.Of(p.Mode)), true, nil
 }
 
 // firstRun is the ticket of mode that a keyed create's first run queued

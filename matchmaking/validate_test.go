@@ -124,6 +124,17 @@ type goneQueue struct{ noQueue }
 
 func (goneQueue) Get(context.Context, string) (Ticket, error) { return Ticket{}, ErrTicketNotFound }
 
+// getsCounted is a Queue that counts its Gets.
+type getsCounted struct {
+	Queue
+	gets *int
+}
+
+func (q getsCounted) Get(ctx context.Context, id string) (Ticket, error) {
+	*q.gets++
+	return q.Queue.Get(ctx, id)
+}
+
 // keptQueue is a noQueue that keeps a ticket of every id (a keyed
 // create's first run queued it).
 type keptQueue struct{ noQueue }
@@ -132,11 +143,12 @@ func (keptQueue) Get(_ context.Context, id string) (Ticket, error) {
 	return Ticket{ID: id, Mode: "big", Regions: []string{"eu"}, Status: Searching}, nil
 }
 
-// With Config.Consent, Create and Validate refuse a party member who
+// With Config.Consent, Create and Prepare refuse a party member who
 // does not follow the leader (ErrPartyConsent naming the first such
 // member), and a lookup's error, before anything is claimed; a party
 // every member of which follows the leader reaches the queue, as does
-// any party without Consent.
+// any party without Consent. Prepare reads a keyed create's first run
+// once, an unkeyed create's never.
 func TestPartyConsent(t *testing.T) {
 	leader := rooms.User{ID: "leader", Name: "l"}
 	consenting := follows{pairs: map[string]bool{"a leader": true, "b leader": true, "c other": true}}
@@ -171,7 +183,8 @@ func TestPartyConsent(t *testing.T) {
 			} else if tc.key != "" {
 				q = goneQueue{}
 			}
-			svc, err := NewService(Config{Queue: q, Rules: rs, Consent: tc.consent})
+			gets := 0
+			svc, err := NewService(Config{Queue: getsCounted{q, &gets}, Rules: rs, Consent: tc.consent})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,9 +193,17 @@ func TestPartyConsent(t *testing.T) {
 			if tc.kept && (err != nil || got.ID != "00test") || !tc.kept && (!errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.detail)) {
 				t.Fatalf("Create: %+v %v, want %v (%q)", got, err, tc.want, tc.detail)
 			}
-			verr := svc.Validate(t.Context(), leader, p)
-			if wantV := tc.want; (wantV == errReached || wantV == nil) && verr != nil || wantV != errReached && wantV != nil && !errors.Is(verr, wantV) {
-				t.Fatalf("Validate: %v, want %v", verr, tc.want)
+			gets = 0
+			c, verr := svc.Prepare(t.Context(), leader, p, false)
+			want := 0
+			if tc.key != "" {
+				want = 1
+			}
+			if gets != want {
+				t.Errorf("Prepare read the queue %d times, want %d (a keyed create's first run once)", gets, want)
+			}
+			if wantV := tc.want; (wantV == errReached || wantV == nil) && verr != nil || wantV != errReached && wantV != nil && !errors.Is(verr, wantV) || c.Found != tc.kept {
+				t.Fatalf("Prepare: %v (found %v), want %v (found %v)", verr, c.Found, tc.want, tc.kept)
 			}
 		})
 	}
@@ -224,7 +245,7 @@ func TestPartyConsentAsksTheMembersAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Validate(t.Context(), rooms.User{ID: "leader", Name: "l"}, TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: party}); err != nil {
+	if _, err := svc.Prepare(t.Context(), rooms.User{ID: "leader", Name: "l"}, TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: party}, false); err != nil {
 		t.Fatal(err)
 	}
 }
