@@ -33,7 +33,11 @@ func TestMain(m *testing.M) { redistest.Main(m, removeBinary) }
 
 // binaries are the realsyncd builds the tests run, each built for the
 // whole package the first time a test asks, and removed by TestMain: [0]
-// as deployed (buildBinary), [1] with the race detector (raceBinary). A
+// as deployed (buildBinary: static, -trimpath, as
+// scripts/build-realsyncd.sh and the image build it, so that it reuses
+// the packages scripts/test.sh compiled for its checks and the SDKs'
+// binary: built with cgo, it was a fourth compile of the module), [1]
+// with the race detector (raceBinary, which needs cgo). A
 // race build's server takes about three times the CPU: on CI's 2 cores
 // the package took 500 s with every test on it. The tests that drive the
 // most of the server at once (instances sharing rooms, streams,
@@ -64,11 +68,12 @@ func binaryOf(t *testing.T, race int) string {
 			return
 		}
 		b.path = filepath.Join(b.dir, "realsyncd")
-		args := []string{"build", "-o", b.path, "."}
+		cmd := exec.Command("go", "build", "-trimpath", "-o", b.path, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if race == 1 {
-			args = append(args[:1], append([]string{"-race"}, args[1:]...)...)
+			cmd = exec.Command("go", "build", "-race", "-o", b.path, ".")
 		}
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("build: %v\n%s", err, out)
 		}
 	})
