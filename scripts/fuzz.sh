@@ -49,6 +49,8 @@ targets=(
 # instrumented a target runs about 15 times the inputs a second. For a
 # long run of one target with every package instrumented, use go test
 # -fuzz itself.
+module=$(go list -m)
+gocache=$(go env GOCACHE)
 tmp=$(mktemp -d)
 log="$tmp/log"
 trap 'rm -rf "$tmp"' EXIT
@@ -56,9 +58,9 @@ fuzz_once() { # pkg name log
   local bin cache
   bin="$tmp/$(tr / _ <<<"${1#./}").test"
   if [ ! -x "$bin" ]; then
-    CGO_ENABLED=0 go test -c -trimpath -gcflags="$(go list "$1")=-d=libfuzzer" -o "$bin" "$1" >"$3" 2>&1 || return
+    CGO_ENABLED=0 go test -c -trimpath -gcflags="$module/${1#./}=-d=libfuzzer" -o "$bin" "$1" >"$3" 2>&1 || return
   fi
-  cache="$(go env GOCACHE)/fuzz/$(go list "$1")"
+  cache="$gocache/fuzz/$module/${1#./}"
   (cd "$1" && "$bin" -test.run '^$' -test.fuzz "^${2}\$" -test.fuzztime "$fuzztime" -test.timeout 5m \
     -test.fuzzcachedir "$cache" "${workers[@]}") >"$3" 2>&1
 }
