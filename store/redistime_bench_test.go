@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"github.com/realsync/realsync/internal/redisinfo"
-
 	"context"
 	"fmt"
 	"strconv"
@@ -11,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/anchor"
+	"github.com/realsync/realsync/internal/race"
+	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -31,11 +31,15 @@ import (
 // CPU per operation, and the ratios to the anchor that issue 15 item 1
 // targets (join, leave ≤ 2×, patch ≤ 1.5×). Sequential calls: Redis' time
 // per call does not depend on the clients' concurrency, and the phases
-// alternate so the machine's noise falls on every kind alike. Run:
+// alternate so the machine's noise falls on every kind alike (20 ops a
+// phase with -short or the race detector). Run:
 //
 //	go test ./store -run '^$' -bench RedisTime -benchtime 20x
 func BenchmarkRedisTime(b *testing.B) {
-	const phaseOps = 200
+	phaseOps := 200
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+		phaseOps = 20
+	}
 	fs, addr := freshStore(b)
 	ss := openStoreWith(b, redistest.Backend{Name: "fresh", URL: "redis://" + addr}, func(c *store.Config) { c.ScriptsOnly = true })
 	if !fs.UsesFunctions() {

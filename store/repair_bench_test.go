@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"github.com/realsync/realsync/internal/redisinfo"
-
 	"context"
 	"fmt"
 	"testing"
@@ -10,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/race"
+	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -17,13 +17,19 @@ import (
 // BenchmarkJanitorVisit reports the Redis time of one janitor visit of a
 // shard on a healthy store of 2 000 idle 8-player rooms (8 shards): the
 // lease, the schedules and one page of the repair walk, which is what
-// every shard costs every second whatever happens. Run:
+// every shard costs every second whatever happens (a tenth of the rooms
+// and visits with -short or the race detector). Run:
 //
 //	go test ./store -run '^$' -bench JanitorVisit -benchtime 1x
 func BenchmarkJanitorVisit(b *testing.B) {
 	s, _ := freshStore(b, func(c *store.Config) { c.Lifecycle.LogIdleTrim = -1 })
 	ctx := context.Background()
-	for i := range 2000 {
+	// 50 visits per shard: more than one round of the walk over 250 rooms
+	roomsN, visits := 2000, 400
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+		roomsN, visits = 200, 40
+	}
+	for i := range roomsN {
 		j, err := s.Create(ctx, rooms.User{ID: fmt.Sprintf("owner-%05d", i)}, newRoom(func(r *rooms.NewRoom) {
 			r.Mode, r.Region, r.MaxPlayers = fmt.Sprint("m", i%4), fmt.Sprint("r", i%4), 8
 		}))
@@ -37,7 +43,6 @@ func BenchmarkJanitorVisit(b *testing.B) {
 		}
 	}
 	s.Client().ConfigResetStat(ctx)
-	const visits = 400 // 50 per shard: more than one round of the walk over 250 rooms
 	rep := store.Report{}
 	for v := range visits {
 		r, err := s.Sweep(ctx, v%8, "bench", time.Millisecond)
@@ -52,7 +57,7 @@ func BenchmarkJanitorVisit(b *testing.B) {
 	if len(rep) != 0 {
 		b.Fatalf("a healthy store was repaired: %v", rep)
 	}
-	b.ReportMetric(redisMicros(b, s.Client())/visits, "redis-µs/shard-visit")
+	b.ReportMetric(redisMicros(b, s.Client())/float64(visits), "redis-µs/shard-visit")
 }
 
 // redisMicros is Redis' own time in all commands since the last CONFIG

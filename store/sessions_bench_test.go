@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/race"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
@@ -17,11 +18,14 @@ import (
 // each), as the hub runs it (256 sessions a call, one session_renew per
 // user shard in one pipeline), with the per-user stream cap off and on:
 // Redis' own time per round (INFO commandstats) and the round's wall time.
-// Run:
+// 100 sessions with -short or the race detector. Run:
 //
 //	go test ./store -run '^$' -bench SessionRenewalRound -benchtime 200x
 func BenchmarkSessionRenewalRound(b *testing.B) {
-	const sessions = 1000
+	sessions := 1000
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+		sessions = 100
+	}
 	for _, cap := range []int{0, 16} {
 		b.Run(fmt.Sprintf("cap=%d", cap), func(b *testing.B) {
 			s, _ := freshStore(b, func(c *store.Config) {
@@ -61,11 +65,16 @@ func BenchmarkSessionRenewalRound(b *testing.B) {
 // realsyncd runs it with a TTL of 3 s or more), the visits' wall time
 // (the passes' own time, not the interval between them), and Redis' own
 // time in the scripts: per call on average and the longest call (SLOWLOG,
-// every command logged). Run:
+// every command logged). 1 000 sessions with -short or the race detector.
+// Run:
 //
 //	go test ./store -run '^$' -bench DeadInstanceSweep -benchtime 1x
 func BenchmarkDeadInstanceSweep(b *testing.B) {
-	const sessions, ttl = 10000, time.Second
+	const ttl = time.Second
+	sessions := 10000
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+		sessions = 1000
+	}
 	hooks := 100000
 	if os.Getenv("HOOKS") == "off" {
 		hooks = 0
@@ -131,7 +140,7 @@ func BenchmarkDeadInstanceSweep(b *testing.B) {
 		b.ReportMetric(scriptTotalMicros(b, c)/float64(max(calls, 1)), "redis-µs/call")
 		b.ReportMetric(float64(longest.Microseconds()), "longest-call-µs")
 		b.ReportMetric(float64(calls), "script-calls")
-		b.ReportMetric(scriptTotalMicros(b, c)/sessions, "redis-µs/user")
+		b.ReportMetric(scriptTotalMicros(b, c)/float64(sessions), "redis-µs/user")
 		c.ConfigSet(ctx, "slowlog-log-slower-than", "10000")
 		b.StartTimer()
 	}

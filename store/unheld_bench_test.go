@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/race"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -14,7 +15,8 @@ import (
 // of closing an 8-player room (owner's delete: one unheld entry per
 // player with the quotas on), of the janitor's visit that releases those
 // entries (per entry), and of a janitor visit of a shard with nothing to
-// do, on a redis-server of its own. Run:
+// do, on a redis-server of its own (20 rooms with -short or the race
+// detector, 200 else). Run:
 //
 //	go test ./store -run '^$' -bench Unheld -benchtime 1x
 func BenchmarkUnheld(b *testing.B) {
@@ -22,7 +24,10 @@ func BenchmarkUnheld(b *testing.B) {
 		b.Run(fmt.Sprintf("quotas=%t", q.RoomsJoined > 0), func(b *testing.B) {
 			s, _ := freshStore(b, func(c *store.Config) { c.Quotas = q; c.Lifecycle.LogIdleTrim = -1 })
 			ctx := context.Background()
-			const n = 200
+			n := 200
+			if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+				n = 20
+			}
 			ids := make([]string, n)
 			for i := range n {
 				owner := rooms.User{ID: fmt.Sprintf("owner-%05d", i)}
@@ -45,7 +50,7 @@ func BenchmarkUnheld(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(redisMicros(b, s.Client())/n, "redis-µs/close")
+			b.ReportMetric(redisMicros(b, s.Client())/float64(n), "redis-µs/close")
 			entries := len(unheldOf(b, s))
 			s.Client().ConfigResetStat(ctx)
 			sweepAll(b, s, store.Report{})

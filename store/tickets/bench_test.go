@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/race"
 	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
@@ -31,7 +32,9 @@ import (
 // the default's but where a case says) and the tickets it matched per
 // second of that time. A case walks its whole queue as one page, or a
 // page of 1 000 (the matcher's); "unbounded" is a budget no pass spends
-// (the work of a whole page, as before the bound).
+// (the work of a whole page, as before the bound). With -short or the
+// race detector (CI runs every benchmark once, to keep it working) each
+// queue and room count is a tenth.
 //
 //	go test -run '^$' -bench BenchmarkPass -benchtime 10x ./store/tickets/
 func BenchmarkPass(b *testing.B) {
@@ -107,6 +110,9 @@ func BenchmarkPass(b *testing.B) {
 		}
 		if strings.Contains(tc.name, "page=1000") {
 			walk = 1000
+		}
+		if testing.Short() || race.Enabled {
+			queued, walk, tc.rooms = queued/10, walk/10, tc.rooms/10
 		}
 		name := fmt.Sprintf("queued=%d", queued)
 		if tc.name != "" {
@@ -194,7 +200,8 @@ func evalsha(b *testing.B, e env) redisinfo.Stat {
 	return redisinfo.Commandstats(info)["evalsha"]
 }
 
-// BenchmarkRound is one matcher round over 1 000 queued duel tickets with
+// BenchmarkRound is one matcher round over 1 000 queued duel tickets (100
+// with -short or the race detector) with
 // every pair within its windows: the pass, then each match's room (create,
 // seats held), match_found for each user and the room on the tickets. It
 // reports tickets matched per second of wall time, and of Redis CPU
@@ -210,7 +217,10 @@ func BenchmarkRound(b *testing.B) {
 	e := open(b, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}, matchmaking.RuleSet{})
 	ctx := context.Background()
 	m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "bench"})
-	const queued = 1000
+	queued := 1000
+	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+		queued = 100
+	}
 	var wall time.Duration
 	var cpu float64
 	matched := 0
