@@ -144,10 +144,11 @@ type TicketParams struct {
 	Key string `json:"-"`
 }
 
-// Create validates p against its mode's rules (a ValidationError naming
-// every bad field), answers a keyed create's ticket when its first run
-// queued it (Ticket.Again), checks that each party member consents (Config.Consent;
-// ErrPartyConsent), makes the ticket u's and its party's one
+// Create is Prepare then Enqueue: it validates p against its mode's
+// rules (a ValidationError naming every bad field), answers a keyed
+// create's ticket when its first run queued it (Ticket.Again), checks
+// that each party member consents (Config.Consent; ErrPartyConsent),
+// makes the ticket u's and its party's one
 // active ticket (ErrTicketActive when u or a member has another active:
 // searching, or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), checks
@@ -171,30 +172,39 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 type Prepared struct {
 	// First is the ticket of the key's earlier run, as it is now, with
 	// Again set, when Found.
-	First Ticket
-	Found bool
-	u     rooms.User
-	p     TicketParams
-	r     Rules
-	seed  string
+	First   Ticket
+	Found   bool
+	checked bool // by Prepare, Found false
+	u       rooms.User
+	p       TicketParams
+	r       Rules
+	seed    string
 }
 
 // Prepare is Create's part before anything is claimed, for a caller that
-// counts the create on limits of its own between it and Enqueue: a keyed
-// create's first run's ticket when it queued one (Found, answered
-// whatever the rules or its members' consent say now: they were asked
-// then); else p checked against its mode's rules (a ValidationError
-// naming every bad field) and its party's consent (ErrPartyConsent).
-// sentAgain says that the key's create was answered before (the caller
-// kept its answer): then nothing is checked, and a first run's ticket
-// that is gone (its grace after it ended passed) is ErrTicketNotFound,
-// not another ticket (its users could be matched twice). One read of the
-// queue for a keyed create, none for an unkeyed one.
+// counts the create on limits of its own between it and Enqueue. A
+// player's create only (rooms.PlayersOnly). p is checked against its
+// mode's rules (a ValidationError naming every bad field); then a keyed
+// create's first run's ticket, when it queued one, is the answer (Found:
+// whatever its members' consent says now, asked then); else its party's
+// consent is asked (ErrPartyConsent). sentAgain says that the key's
+// create was answered before (the caller kept its answer): then p is
+// not checked again (the rules may have changed since), the first run's
+// ticket is the answer, and once it is gone (its grace after it ended
+// passed) ErrTicketNotFound, not another ticket (its users could be
+// matched twice). One read of the queue for a keyed create, none for an
+// unkeyed one.
 func (s *Service) Prepare(ctx context.Context, u rooms.User, p TicketParams, sentAgain bool) (Prepared, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return Prepared{}, err
 	}
 	c := Prepared{u: u, p: p, r: s.cfg.Rules.Of(p.Mode)}
+	againKeyed := sentAgain && p.Key != ""
+	if !againKeyed {
+		if err := s.validate(u, p, c.r); err != nil {
+			return Prepared{}, err
+		}
+	}
 	var err error
 	if c.seed, err = seedOf(u, p); err != nil {
 		return Prepared{}, err
@@ -207,24 +217,26 @@ func (s *Service) Prepare(ctx context.Context, u rooms.User, p TicketParams, sen
 		c.First = s.view(c.First, c.r)
 		return c, nil
 	}
-	if sentAgain && c.seed != "" {
+	if againKeyed {
 		return Prepared{}, fmt.Errorf("the ticket this Idempotency-Key queued has ended and is gone (its grace passed): send a new key to queue again: %w", ErrTicketNotFound)
-	}
-	if err := s.validate(u, p, c.r); err != nil {
-		return Prepared{}, err
 	}
 	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
 		return Prepared{}, err
 	}
+	c.checked = true
 	return c, nil
 }
 
 // Enqueue is Create's part from its claims on, for a create c that
-// Prepare checked and did not find (Found false).
+// Prepare checked and did not find (Found false; else, or for a
+// Prepared that Prepare did not answer, an error). The party's consent
+// is the one Prepare read: a member who stops following the leader
+// between the two is queued still, as one who stops once the ticket
+// is queued.
 func (s *Service) Enqueue(ctx context.Context, c Prepared) (Ticket, error) {
 	u, p, r, seed := c.u, c.p, c.r, c.seed
-	if u.ID == "" || c.Found {
-		return Ticket{}, errors.New("matchmaking: Enqueue of a create Prepare did not check, or found")
+	if !c.checked {
+		return Ticket{}, errors.New("matchmaking: Enqueue of a create that Prepare did not answer, or found")
 	}
 	rating := *r.DefaultRating
 	if p.Rating != nil {

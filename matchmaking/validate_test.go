@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,5 +248,66 @@ func TestPartyConsentAsksTheMembersAtOnce(t *testing.T) {
 	}
 	if _, err := svc.Prepare(t.Context(), rooms.User{ID: "leader", Name: "l"}, TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: party}, false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// asks is a Consent that counts its lookups.
+type asks struct {
+	Consent
+	n *atomic.Int32
+}
+
+func (a asks) Consents(ctx context.Context, member, leader string) (bool, error) {
+	a.n.Add(1)
+	return a.Consent.Consents(ctx, member, leader)
+}
+
+// A create sent again under its key (its answer kept: sentAgain) is
+// answered its first run's ticket, its body not checked again (the rules
+// may have changed), or ErrTicketNotFound once that ticket is gone;
+// Enqueue takes only a create that Prepare checked and did not find; a
+// create asks each party member's consent once.
+func TestPrepareAndEnqueue(t *testing.T) {
+	rs, err := ParseRules([]byte("modes:\n  big: {minPlayers: 2, maxPlayers: 8}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := rooms.User{ID: "leader", Name: "l"}
+	bad := TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: []string{""}, Key: "k1"}
+	svc := func(q Queue, c Consent) *Service {
+		s, err := NewService(Config{Queue: q, Rules: rs, Consent: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	kept := svc(keptQueue{}, nil)
+	c, err := kept.Prepare(t.Context(), leader, bad, true)
+	if err != nil || !c.Found || c.First.ID != "00test" || !c.First.Again {
+		t.Fatalf("sent again, first run kept: %+v %v, want its ticket", c, err)
+	}
+	if _, err := kept.Enqueue(t.Context(), c); err == nil {
+		t.Fatal("Enqueue of a found create: no error")
+	}
+	var ve *rooms.ValidationError
+	if _, err := kept.Prepare(t.Context(), leader, bad, false); !errors.As(err, &ve) {
+		t.Fatalf("a first send of a bad body: %v, want a ValidationError", err)
+	}
+	good := bad
+	good.PartyUserIDs = nil
+	if _, err := svc(goneQueue{}, nil).Prepare(t.Context(), leader, good, true); !errors.Is(err, ErrTicketNotFound) {
+		t.Fatalf("sent again, ticket gone: %v, want ErrTicketNotFound", err)
+	}
+	if _, err := svc(noQueue{}, nil).Enqueue(t.Context(), Prepared{}); err == nil || errors.Is(err, errReached) {
+		t.Fatalf("Enqueue of a create Prepare did not answer: %v, want refused before the queue", err)
+	}
+	var n atomic.Int32
+	party := TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: []string{"a", "b"}}
+	followers := asks{follows{pairs: map[string]bool{"a leader": true, "b leader": true}}, &n}
+	if _, err := svc(noQueue{}, followers).Create(t.Context(), leader, party); !errors.Is(err, errReached) {
+		t.Fatalf("Create: %v, want it to reach the queue", err)
+	}
+	if n.Load() != 2 {
+		t.Fatalf("Create asked %d times for a party of 2, want once each", n.Load())
 	}
 }
