@@ -28,12 +28,6 @@ targets=(
   "./sse FuzzAppendFrame"
   "./sdk/go FuzzSSEParser"
 )
-# Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
-# exceeded" when -fuzztime ends while a worker is busy (go.dev/issue/75804,
-# fixed in Go 1.27): no input failed and none is written. Such a run, and
-# only such a run (no new file under testdata/fuzz), is run again, up to
-# three runs in all (on a loaded machine two in a row were seen to hit it,
-# 2026-11-24); a written failing input, or any other failure, fails at once.
 # Each package's test binary is built once for its targets and run for
 # each in the package's folder, as go test runs it, with go test's cache
 # of generated inputs. Only the package itself is instrumented for
@@ -41,8 +35,9 @@ targets=(
 # of the binary), and the binary is built as scripts/test.sh's checks and
 # scripts/build-realsyncd.sh build (CGO_ENABLED=0, -trimpath), so that
 # every other package is theirs, compiled once: go test -fuzz compiled
-# the whole of each test binary's imports a fourth time (the api
-# package's tests import most of the module), and linked the binary anew
+# the whole of each test binary's imports a third time, beside the race
+# detector's and the checks' (the api package's tests import most of
+# the module), and linked the binary anew
 # for each target; after a change to two packages that was 144 s of the
 # store lane on a loaded CI, for 4 s of fuzzing. The fuzzed code is ours
 # (decoders, parsers, encoders); without encoding/json and the rest
@@ -51,6 +46,12 @@ targets=(
 # -fuzz itself. A package whose fuzzed code lives in another is named in
 # instrument: the api package's FuzzVerifyToken parses with golang-jwt.
 declare -A instrument=([./api]="github.com/golang-jwt/jwt/v5")
+# Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
+# exceeded" when -fuzztime ends while a worker is busy (go.dev/issue/75804,
+# fixed in Go 1.27): no input failed and none is written. Such a run, and
+# only such a run (no new file under testdata/fuzz), is run again, up to
+# three runs in all (on a loaded machine two in a row were seen to hit it,
+# 2026-11-24); a written failing input, or any other failure, fails at once.
 module=$(go list -m)
 gocache=$(go env GOCACHE)
 tmp=$(mktemp -d)
@@ -79,7 +80,7 @@ for t in "${targets[@]}"; do
   t0=$(date +%s)
   if fuzz_once "$pkg" "$name" "$log"; then
     show "$log"
-    # the wall time with the build (go test's own figure leaves it out)
+    # the wall time, the binary's build included
     echo "   ($(( $(date +%s) - t0 )) s in all)"
     continue
   fi
