@@ -431,7 +431,14 @@ func TestRefusedScriptRunIsSentAgain(t *testing.T) {
 func TestLostBatchReplyFailsItsOwnCallsOnly(t *testing.T) {
 	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
 	ctx := context.Background()
-	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) { c.Batch = &store.Batching{} })
+	// replies wait 30 s, not 2: the lost reply is seen when the proxy
+	// drops its connection (a transport failure), never as a batch that
+	// timed out, which rightly fails the calls queued behind it unsent (a
+	// CI run on 2 busy cores saw a round's batch time out first: every
+	// call queued behind it 503, none sent)
+	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) {
+		c.Batch, c.ReadTimeout = &store.Batching{}, 30*time.Second
+	})
 	id := mustCreate(t, s, alice, newRoom()).Room.ID
 	if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"warm"`)}); err != nil {
 		t.Fatal(err)

@@ -434,16 +434,30 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	failedTries := func(id string) int {
 		return strings.Count(c2.logText(), `msg="webhook try failed" endpoint=crm webhook_id=`+id+" ")
 	}
-	waitFor(t, 30*time.Second, "c's retries of its tries that failed for it", func() bool {
+	// c's tries settled: each that failed for c tried again, and nothing
+	// new (a try, a failure) for 4 s, over c's 3 s timeout: a try the
+	// receiver answered fails for c at most 3 s after it was sent (a CI
+	// run checked in between: the failure was logged, its retry not yet
+	// made), and a duplicate would come meanwhile
+	var seen struct {
+		tries, failed int
+		since         time.Time
+	}
+	waitFor(t, 40*time.Second, "c's tries settled, each that failed for it tried again", func() bool {
 		all, _ := rc.snapshot()
+		failed, retried := 0, true
 		for id, tries := range byID(all[len(tried):]) {
-			if ok := slices.DeleteFunc(slices.Clone(tries), func(tr hookTry) bool { return !tr.ok }); len(ok) < failedTries(id)+1 {
-				return false
+			f := failedTries(id)
+			failed += f
+			if ok := slices.DeleteFunc(slices.Clone(tries), func(tr hookTry) bool { return !tr.ok }); len(ok) < f+1 {
+				retried = false
 			}
 		}
-		return true
+		if len(all) != seen.tries || failed != seen.failed {
+			seen.tries, seen.failed, seen.since = len(all), failed, time.Now()
+		}
+		return retried && time.Since(seen.since) > 4*time.Second
 	})
-	time.Sleep(300 * time.Millisecond) // a duplicate would come now
 	last, _ := rc.snapshot()
 	byA, byC := byID(last[len(mark):len(tried)]), byID(last[len(tried):])
 	for id := range held {
