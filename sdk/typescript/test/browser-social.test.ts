@@ -3,7 +3,7 @@
 // players, pages and checks are test/demo.ts's.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { startServer } from "./server.js";
+import { patience, startServer } from "./server.js";
 import { type Player, clean, guest, newContext, phone, player, row, server, shoot, signIn } from "./demo.js";
 
 describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
@@ -28,7 +28,7 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     // the form is reset when the PUT answers, which may come after the
     // friend's status reached the list (the personal stream): wait for it
     const code = follow.getByLabel("Friend code");
-    for (const until = Date.now() + 10000; (await code.inputValue()) !== "" && Date.now() < until;) {
+    for (const until = Date.now() + patience; (await code.inputValue()) !== "" && Date.now() < until;) {
       await new Promise((r) => setTimeout(r, 20));
     }
     assert.equal(await code.inputValue(), "", "the form is cleared once followed");
@@ -94,8 +94,8 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     await ola.page.locator("#match-status").filter({ hasText: "Search cancelled." }).waitFor();
     await ola.page.locator("#match").getByRole("button", { name: "Find match" }).click();
     await pia.page.locator("#match").getByRole("button", { name: "Find match" }).click();
-    await ola.page.waitForURL(/room\.html\?id=/, { timeout: 20000 });
-    await pia.page.waitForURL(/room\.html\?id=/, { timeout: 20000 });
+    await ola.page.waitForURL(/room\.html\?id=/);
+    await pia.page.waitForURL(/room\.html\?id=/);
     assert.equal(new URL(ola.page.url()).searchParams.get("id"), new URL(pia.page.url()).searchParams.get("id"), "one room");
     await row(ola, "pia").waitFor();
     await row(pia, "ola").waitFor();
@@ -106,7 +106,7 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     const context = await newContext();
     try {
       const page = await context.newPage();
-      page.setDefaultTimeout(10000);
+      page.setDefaultTimeout(patience);
       await page.clock.install({ time: new Date(Date.now() + 24 * 3600 * 1000) }); // time flows, a day ahead
       const p: Player = { name: "ahead", page, problems: [] };
       page.on("pageerror", (e) => p.problems.push(`page error: ${e.message}`));

@@ -4,7 +4,7 @@
 import { after, before, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, startServer, type Server } from "./server.js";
+import { launchChromium, patience, startServer, type Server } from "./server.js";
 
 let server: Server;
 let browser: Browser;
@@ -25,7 +25,7 @@ interface Demo {
   room: { id: string };
   /** the test's record of what its stream did */
   seq: string[];
-  /** polls cond every 20 ms; after 8 s it throws, naming what and seq */
+  /** polls cond every 20 ms; after patience (server.ts) it throws, naming what and seq */
   until(cond: () => boolean, what: string): Promise<void>;
 }
 
@@ -35,25 +35,25 @@ interface Demo {
  */
 async function demoRoom(): Promise<{ page: Page; problems: string[] }> {
   const page = await browser.newPage();
-  page.setDefaultTimeout(10000);
+  page.setDefaultTimeout(patience);
   const problems: string[] = [];
   page.on("pageerror", (e) => problems.push(e.message));
   await page.goto(`${server.url}/demo/`);
-  await page.evaluate(async () => {
+  await page.evaluate(async (patience) => {
     const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
     const rs = new RealSync({ baseUrl: location.origin });
     await rs.guest("chromium");
     const { room } = await rs.createRoom({ name: "r", mode: "m", region: "r" });
     const seq: string[] = [];
     const until = async (cond: () => boolean, what: string) => {
-      for (const deadline = Date.now() + 8000; !cond();) {
+      for (const deadline = Date.now() + patience; !cond();) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${seq.join(" ")}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     };
     const demo: Demo = { rs, room, seq, until };
     Object.assign(globalThis, demo);
-  });
+  }, patience);
   return { page, problems };
 }
 
@@ -128,7 +128,7 @@ it("two tabs of one user (reject-new): the second tab's personal stream says SES
     const tabs: Page[] = [];
     for (let i = 0; i < 2; i++) {
       const page = await context.newPage();
-      page.setDefaultTimeout(15000);
+      page.setDefaultTimeout(patience);
       await page.goto(`${strict.url}/demo/`);
       await page.evaluate(async (token) => {
         const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
@@ -158,7 +158,7 @@ it("two tabs of one user (reject-new): the second tab's personal stream says SES
 
 it("a device clock a day ahead: a guest token is not renewed before every request and stream", async () => {
   const page = await browser.newPage();
-  page.setDefaultTimeout(10000);
+  page.setDefaultTimeout(patience);
   try {
     await page.clock.install({ time: new Date(Date.now() + 24 * 3600 * 1000) }); // the page's clock; time flows
     const asked: string[] = [];

@@ -4,15 +4,17 @@
 // inside the run's per-file timeout. Each player is in its own browser
 // context (its own guest). Every page fails the test on any console error or
 // warning and any page error, and at every step it must fit 390 px without
-// horizontal scroll. Screenshots of every step, at 390 px and at desktop
+// horizontal scroll. The browser contexts a test opened are closed after
+// it: a page left open goes on following its streams (and retrying those
+// of a server the test stopped) through the tests after it. Screenshots of every step, at 390 px and at desktop
 // width, go to test-output/ (gitignored), with a few clean ones for the
 // guide (test-output/guide-*.png).
-import { after, before } from "node:test";
+import { after, afterEach, before } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { RealSync } from "../src/index.js";
-import { launchChromium, startServer, type Server } from "./server.js";
+import { launchChromium, patience, startServer, type Server } from "./server.js";
 
 export let server: Server;
 let browser: Browser;
@@ -24,6 +26,10 @@ before(async () => {
   server = await startServer();
   browser = await launchChromium();
   mkdirSync(out, { recursive: true });
+});
+afterEach(async () => {
+  await Promise.all([...contexts].map((c) => c.close()));
+  contexts.clear();
 });
 after(async () => {
   await browser?.close();
@@ -37,9 +43,13 @@ export interface Player {
   problems: string[];
 }
 
-/** newContext is a fresh browser context (a guest of its own) of the given viewport. */
-export function newContext(viewport = desktop): Promise<BrowserContext> {
-  return browser.newContext({ viewport });
+const contexts = new Set<BrowserContext>();
+
+/** newContext is a fresh browser context (a guest of its own) of the given viewport, closed after the test. */
+export async function newContext(viewport = desktop): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport });
+  contexts.add(context);
+  return context;
 }
 
 /** open starts a player in a fresh browser context (its own guest) at url, without naming it yet. */
@@ -47,7 +57,7 @@ export async function open(name: string, url: string, viewport = desktop): Promi
   const context = await newContext(viewport);
   await context.grantPermissions(["clipboard-read", "clipboard-write"]);
   const page = await context.newPage();
-  page.setDefaultTimeout(10000);
+  page.setDefaultTimeout(patience);
   const p: Player = { name, page, problems: [] };
   page.on("console", (m) => {
     if (m.type() === "error" || m.type() === "warning") p.problems.push(`console ${m.type()}: ${m.text()} (${m.location().url})`);

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, freePort, startServer, type Server } from "./server.js";
+import { launchChromium, freePort, patience, startServer, type Server } from "./server.js";
 
 const sdk = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const root = path.resolve(sdk, "../..");
@@ -116,7 +116,7 @@ describe("docs/GUIDE.md, the browser game", () => {
     const problems: string[] = [];
     const player = async (name: string): Promise<Page> => {
       const page = await (await browser.newContext({ viewport: { width: 420, height: 560 } })).newPage();
-      page.setDefaultTimeout(10000);
+      page.setDefaultTimeout(patience);
       page.on("console", (m) => {
         if (m.type() === "error" || m.type() === "warning") problems.push(`${name}: console ${m.type()}: ${m.text()}`);
       });

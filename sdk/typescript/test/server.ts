@@ -128,6 +128,15 @@ export async function eventually(cond: () => boolean, what: string, timeoutMs = 
   }
 }
 
+/**
+ * patience bounds a browser test's every wait (a page's load, an element, a
+ * navigation): how long before what must happen is taken not to happen. It
+ * is no claim of speed: CI runs the browser tests beside two lanes of Go
+ * tests on two cores, where a page that loads in a fraction of a second
+ * alone has taken over 10 s.
+ */
+export const patience = 30_000;
+
 /** launchChromium starts Debian's headless Chromium (CHROMIUM overrides the
  * path) with the flags this machine's closed network needs: no background
  * networking, no component updates, no sync; and the extra flags given. */
