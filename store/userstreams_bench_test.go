@@ -19,8 +19,9 @@ import (
 // shards: every lease in a user key of its own, the worst case), as the
 // hub runs it (sorted by room, 256 leases a call), with the per-user
 // stream cap off and on: Redis' own time per round (INFO commandstats)
-// and the round's wall time, on a redis-server of its own (100 streams
-// with -short or the race detector). Run:
+// (per round, and per stream: what a log of either size means alike) and
+// the round's wall time, on a redis-server of its own (100 streams with
+// -short or the race detector). Run:
 //
 //	go test ./store -run '^$' -bench RenewalRound -benchtime 200x
 func BenchmarkRenewalRound(b *testing.B) {
@@ -66,7 +67,9 @@ func BenchmarkRenewalRound(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(scriptTotalMicros(b, s.Client())/float64(b.N), "redis-µs/round")
+			redis := scriptTotalMicros(b, s.Client()) / float64(b.N)
+			b.ReportMetric(redis, "redis-µs/round")
+			b.ReportMetric(redis/float64(streams), "redis-µs/stream")
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "wall-µs/round")
 		})
 	}
