@@ -79,9 +79,14 @@ func checkContentType(r *http.Request, types []string) error {
 // refused (400 naming it), invalid UTF-8 is refused rather than replaced,
 // and numbers decoded into interface values stay json.Number (exact, as
 // encoding/json's UseNumber kept them). An unknown member is a validation
-// failure naming it (422), as before.
+// failure naming it (422), as before. A byte-order mark before the object
+// is refused, and named (RFC 8259 lets a parser ignore one; none of the
+// SDKs sends one, and "must be a JSON object" misled an abuse tester).
 func decodeJSONObject(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
+	if bytes.HasPrefix(trimmed, []byte("\uFEFF")) {
+		return fmt.Errorf("the body starts with a byte-order mark (U+FEFF): send the JSON object without one: %w", errMalformed)
+	}
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return fmt.Errorf("body must be a JSON object: %w", errMalformed)
 	}

@@ -37,3 +37,21 @@ func TestBodyDepth(t *testing.T) {
 		})
 	}
 }
+
+// A body that is no JSON object is malformed (400), and the message says
+// what it is: a byte-order mark before an object is named as such.
+func TestBodyNotAnObject(t *testing.T) {
+	for _, c := range []struct{ name, body, want string }{
+		{"byte-order mark", "\uFEFF{\"k\":1}", "byte-order mark"},
+		{"byte-order mark after space", " \uFEFF{\"k\":1}", "byte-order mark"},
+		{"array", `[1]`, "must be a JSON object"},
+		{"empty", ``, "must be a JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := decodeJSONObject([]byte(c.body), new(rooms.State))
+			if !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want malformed, %q", err, c.want)
+			}
+		})
+	}
+}
