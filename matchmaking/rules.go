@@ -123,8 +123,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Default is the rules of a mode the file does not name: matches of
-// exactly 2 players, window ±100 widening by 100 every 5 s up to ±1000,
-// ticket TTL 5 min, no backfill.
+// exactly 2 players (one team of 2: a party of two is a match of its own;
+// a duel of two sides is teams 2, teamSize 1), window ±100 widening by
+// 100 every 5 s up to ±1000, ticket TTL 5 min, no backfill.
 func Default() Rules {
 	r := 1000.0
 	return Rules{Teams: 1, MinPlayers: 2, MaxPlayers: 2,

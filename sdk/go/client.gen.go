@@ -2135,8 +2135,9 @@ type ClientInterface interface {
 	// Queues the caller (and `partyUserIds`, their party: never split, all
 	// in one team) for a match of `mode`, by the mode's rules
 	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// exactly 2 players in one team, so a party of two is a match of its
+	// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+	// ticket TTL 5 min). The ticket searches in `regions[0]`
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
@@ -2250,8 +2251,9 @@ type ClientInterface interface {
 	// Queues the caller (and `partyUserIds`, their party: never split, all
 	// in one team) for a match of `mode`, by the mode's rules
 	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// exactly 2 players in one team, so a party of two is a match of its
+	// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+	// ticket TTL 5 min). The ticket searches in `regions[0]`
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
@@ -3911,8 +3913,9 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // Queues the caller (and `partyUserIds`, their party: never split, all
 // in one team) for a match of `mode`, by the mode's rules
 // (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// exactly 2 players in one team, so a party of two is a match of its
+// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+// ticket TTL 5 min). The ticket searches in `regions[0]`
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
@@ -4036,8 +4039,9 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // Queues the caller (and `partyUserIds`, their party: never split, all
 // in one team) for a match of `mode`, by the mode's rules
 // (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// exactly 2 players in one team, so a party of two is a match of its
+// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+// ticket TTL 5 min). The ticket searches in `regions[0]`
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
@@ -8037,8 +8041,9 @@ type ClientWithResponsesInterface interface {
 	// Queues the caller (and `partyUserIds`, their party: never split, all
 	// in one team) for a match of `mode`, by the mode's rules
 	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// exactly 2 players in one team, so a party of two is a match of its
+	// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+	// ticket TTL 5 min). The ticket searches in `regions[0]`
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
@@ -8152,8 +8157,9 @@ type ClientWithResponsesInterface interface {
 	// Queues the caller (and `partyUserIds`, their party: never split, all
 	// in one team) for a match of `mode`, by the mode's rules
 	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// exactly 2 players in one team, so a party of two is a match of its
+	// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+	// ticket TTL 5 min). The ticket searches in `regions[0]`
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
@@ -14777,8 +14783,9 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // Queues the caller (and `partyUserIds`, their party: never split, all
 // in one team) for a match of `mode`, by the mode's rules
 // (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// exactly 2 players in one team, so a party of two is a match of its
+// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+// ticket TTL 5 min). The ticket searches in `regions[0]`
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
@@ -14898,8 +14905,9 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // Queues the caller (and `partyUserIds`, their party: never split, all
 // in one team) for a match of `mode`, by the mode's rules
 // (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-// exactly 2 players, rating window ±100 widening by 100 every 5 s up
-// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// exactly 2 players in one team, so a party of two is a match of its
+// own, rating window ±100 widening by 100 every 5 s up to ±1000,
+// ticket TTL 5 min). The ticket searches in `regions[0]`
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The

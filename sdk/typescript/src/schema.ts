@@ -665,8 +665,9 @@ export interface paths {
          * @description Queues the caller (and `partyUserIds`, their party: never split, all
          *     in one team) for a match of `mode`, by the mode's rules
          *     (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
-         *     exactly 2 players, rating window ±100 widening by 100 every 5 s up
-         *     to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+         *     exactly 2 players in one team, so a party of two is a match of its
+         *     own, rating window ±100 widening by 100 every 5 s up to ±1000,
+         *     ticket TTL 5 min). The ticket searches in `regions[0]`
          *     first, and in each next region after the mode's `regionFallback`
          *     wait. Its rating window widens with its wait; it is matched only
          *     with tickets whose ratings lie within its window and theirs. The
