@@ -13,7 +13,7 @@ import (
 // under -race: 1 000 users only (30 000 tokens take 17 s under -race).
 func BenchmarkVerify(b *testing.B) {
 	sizes := []int{1_000, 30_000}
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		sizes = sizes[:1]
 	}
 	for _, n := range sizes {

@@ -23,7 +23,7 @@ import (
 //	go test ./store -run '^$' -bench LobbyScale -benchtime 2000x
 func BenchmarkLobbyScale(b *testing.B) {
 	sizes := []int{1_000, 10_000, 100_000}
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		sizes = sizes[:1]
 	}
 	for _, n := range sizes {

@@ -41,7 +41,7 @@ func BenchmarkRedisCeiling(b *testing.B) {
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	calls := 100000
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		calls = 2000
 	}
 	for _, c := range []struct{ name, uid string }{{"join", "u-__rand_int__"}, {"patch", owner.ID}} {

@@ -56,7 +56,7 @@ func BenchmarkRoomMemory(b *testing.B) {
 	time.Sleep(2 * time.Millisecond)
 	sweepIdle(1)
 	n := 2000
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		n = 50
 	}
 	before := used()

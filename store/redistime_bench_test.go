@@ -37,7 +37,7 @@ import (
 //	go test ./store -run '^$' -bench RedisTime -benchtime 20x
 func BenchmarkRedisTime(b *testing.B) {
 	phaseOps := 200
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		phaseOps = 20
 	}
 	fs, addr := freshStore(b)

@@ -26,7 +26,7 @@ func BenchmarkJanitorVisit(b *testing.B) {
 	ctx := context.Background()
 	// 50 visits per shard: more than one round of the walk over 250 rooms
 	roomsN, visits := 2000, 400
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		roomsN, visits = 200, 40
 	}
 	for i := range roomsN {

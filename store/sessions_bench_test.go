@@ -23,7 +23,7 @@ import (
 //	go test ./store -run '^$' -bench SessionRenewalRound -benchtime 200x
 func BenchmarkSessionRenewalRound(b *testing.B) {
 	sessions := 1000
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		sessions = 100
 	}
 	for _, cap := range []int{0, 16} {
@@ -72,7 +72,7 @@ func BenchmarkSessionRenewalRound(b *testing.B) {
 func BenchmarkDeadInstanceSweep(b *testing.B) {
 	const ttl = time.Second
 	sessions := 10000
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		sessions = 1000
 	}
 	hooks := 100000

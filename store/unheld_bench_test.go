@@ -25,7 +25,7 @@ func BenchmarkUnheld(b *testing.B) {
 			s, _ := freshStore(b, func(c *store.Config) { c.Quotas = q; c.Lifecycle.LogIdleTrim = -1 })
 			ctx := context.Background()
 			n := 200
-			if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+			if race.Smoke() {
 				n = 20
 			}
 			ids := make([]string, n)

@@ -26,7 +26,7 @@ import (
 //	go test ./store -run '^$' -bench RenewalRound -benchtime 200x
 func BenchmarkRenewalRound(b *testing.B) {
 	streams, roomsN := 1000, 50
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		streams = 100
 	}
 	for _, cap := range []int{0, 16} {

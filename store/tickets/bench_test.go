@@ -111,7 +111,7 @@ func BenchmarkPass(b *testing.B) {
 		if strings.Contains(tc.name, "page=1000") {
 			walk = 1000
 		}
-		if testing.Short() || race.Enabled { // the case's name says the sizes it runs
+		if race.Smoke() { // the case's name says the sizes it runs
 			queued, walk, tc.rooms = queued/10, walk/10, tc.rooms/10
 			tc.name = strings.NewReplacer("page=1000", "page=100", "rooms=1000", "rooms=100", "rooms=5000", "rooms=500").Replace(tc.name)
 		}
@@ -219,7 +219,7 @@ func BenchmarkRound(b *testing.B) {
 	ctx := context.Background()
 	m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "bench"})
 	queued := 1000
-	if testing.Short() || race.Enabled { // CI runs every benchmark once, to keep it working
+	if race.Smoke() {
 		queued = 100
 	}
 	var wall time.Duration
