@@ -138,6 +138,47 @@ func (in *instance) logText() string {
 	return in.logs.String()
 }
 
+// awaitLog waits up to 20 s until the log holds each of pieces and
+// returns the log; the test fails otherwise.
+func (in *instance) awaitLog(t *testing.T, pieces ...string) string {
+	t.Helper()
+	return in.awaitLogThat(t, fmt.Sprintf("%q", pieces), func(l string) bool {
+		for _, p := range pieces {
+			if !strings.Contains(l, p) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// awaitLogThat waits up to 20 s until ok holds of the log and returns the
+// log; the test fails otherwise, saying what was awaited. The log reaches
+// the test through a pipe, read apart from the answers the test sees: a
+// line written before an answer may be read after it, so a test that
+// asserts a line waits for it.
+func (in *instance) awaitLogThat(t *testing.T, what string, ok func(log string) bool) string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		l := in.logText()
+		if ok(l) {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not logged within 20 s: %s\n%s", what, l)
+		}
+	}
+}
+
+// streamCut tells whether the log says the stream of player pid was cut
+// for being slow or failing a write.
+func streamCut(pid int) func(string) bool {
+	return func(log string) bool {
+		l := grep(log, fmt.Sprint("player=", pid))
+		return strings.Contains(l, "why=slow") || strings.Contains(l, "why=write_error")
+	}
+}
+
 // complaints returns the last n log lines at level WARN or ERROR.
 func (in *instance) complaints(n int) string {
 	var out []string
@@ -347,9 +388,7 @@ func twoInstancesShareRooms(t *testing.T, bin, backend string) {
 	env, prefix, c := sharedBackend(t, backend)
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	for _, in := range []*instance{a, b} { // a new deployment: spread tags
-		if logs := in.logText(); !strings.Contains(logs, "store: layout") || !strings.Contains(logs, "schema=4 shardTags=spread") {
-			t.Errorf("no log of the layout served, schema 4, spread tags:\n%s", logs)
-		}
+		in.awaitLog(t, "store: layout", "schema=4 shardTags=spread")
 	}
 
 	owner := guest(t, a, "owner")

@@ -89,8 +89,8 @@ func TestStartsBeforeRedis(t *testing.T) {
 	if status, body := call(t, "POST", in.url+"/v1/rooms", tok, map[string]any{"name": "r", "mode": "m", "region": "r"}); status != 201 {
 		t.Fatalf("create once ready: %d %v", status, body)
 	}
-	if n := strings.Count(in.logText(), "redis unreachable"); n != 1 || !strings.Contains(in.logText(), "msg=ready") {
-		t.Errorf("the wait for Redis logged %d lines, want 1, then ready:\n%s", n, in.logText())
+	if l := in.awaitLog(t, "msg=ready"); strings.Count(l, "redis unreachable") != 1 {
+		t.Errorf("the wait for Redis logged %d lines, want 1, then ready:\n%s", strings.Count(l, "redis unreachable"), l)
 	}
 }
 
@@ -114,21 +114,13 @@ func TestWaitsOutAWrongPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := launch(t, bin, "REALSYNC_REDIS_URL=redis://:the-new-password@"+srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret")
-	waitLog := func(what string) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(in.logText(), what); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q logged:\n%s", what, in.logText())
-			}
-		}
-	}
-	waitLog(`msg="redis refused the connection: not ready, retrying" err="WRONGPASS`)
+	in.awaitLog(t, `msg="redis refused the connection: not ready, retrying" err="WRONGPASS`)
 	time.Sleep(2 * time.Second) // a few attempts more, refused the same way
 	if status, body := get(t, in.url+"/readyz", ""); status != 503 || !strings.Contains(body, "STORE_UNAVAILABLE") {
 		t.Fatalf("readyz with a wrong password: %d %s", status, body)
 	}
 	srv.Kill()
-	waitLog(`msg="redis unreachable: not ready, retrying"`)
+	in.awaitLog(t, `msg="redis unreachable: not ready, retrying"`)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +132,9 @@ func TestWaitsOutAWrongPassword(t *testing.T) {
 			t.Fatalf("not ready 15 s after Redis took the password:\n%s", in.logText())
 		}
 	}
-	if r, u := strings.Count(in.logText(), "redis refused the connection"), strings.Count(in.logText(), "redis unreachable"); r != 1 || u != 1 {
-		t.Errorf("the wait logged %d refusals and %d failures to reach Redis, want 1 each:\n%s", r, u, in.logText())
+	l := in.awaitLog(t, "msg=ready")
+	if r, u := strings.Count(l, "redis refused the connection"), strings.Count(l, "redis unreachable"); r != 1 || u != 1 {
+		t.Errorf("the wait logged %d refusals and %d failures to reach Redis, want 1 each:\n%s", r, u, l)
 	}
 }
 
@@ -408,9 +401,7 @@ func TestMigrateCommand(t *testing.T) {
 			}
 
 			b := start(t, bin, env...)
-			if logs := b.logText(); !strings.Contains(logs, "schema=3 shardTags=plain") {
-				t.Errorf("after migrate: no log of the layout served, schema 3, plain tags:\n%s", logs)
-			}
+			b.awaitLog(t, "schema=3 shardTags=plain") // after migrate
 			if _, got := call(t, "GET", b.url+"/v1/rooms/"+id, toks[1], nil); fmt.Sprint(got["players"]) != fmt.Sprint(want["players"]) {
 				t.Errorf("players after migrate:\n got %v\nwant %v", got["players"], want["players"])
 			}
