@@ -175,7 +175,7 @@ func TestAPIKeysWatch(t *testing.T) {
 	go keys.Watch(ctx, 10*time.Millisecond)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("timed out waiting for " + what)
 			}

@@ -59,7 +59,7 @@ func TestKeysFileReload(t *testing.T) {
 	verifies := func(tok string) bool { _, err := a.Verify(tok); return err == nil }
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("timed out waiting for %s", what)
 			}

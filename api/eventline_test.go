@@ -214,7 +214,7 @@ func testTakenOverStreamNoticesGoneClient(t *testing.T, b redistest.Backend, wat
 		t.Fatal("bob does not show connected while his stream is open")
 	}
 	if watched && runtime.GOOS == "linux" {
-		eventually(t, 5*time.Second, "the stream's connection watched", func() bool { return hangups.Watching() == 1 })
+		eventually(t, 20*time.Second, "the stream's connection watched", func() bool { return hangups.Watching() == 1 })
 	}
 	if _, status := e.openRaw(path); status != http.StatusTooManyRequests {
 		t.Fatalf("a second stream past the cap of one: %d, want 429", status)
@@ -231,7 +231,7 @@ func testTakenOverStreamNoticesGoneClient(t *testing.T, b redistest.Backend, wat
 		return status == 200
 	})
 	if watched && runtime.GOOS == "linux" { // the gone stream's connection unwatched as it ended, the new one's watched
-		eventually(t, 5*time.Second, "one connection watched", func() bool { return hangups.Watching() == 1 })
+		eventually(t, 20*time.Second, "one connection watched", func() bool { return hangups.Watching() == 1 })
 	}
 	m := e.do("GET", "/metrics", "", nil).raw
 	if !strings.Contains(m, `realsync_sse_stream_ends_total{kind="room",reason="client_gone"} 1`) {

@@ -31,7 +31,7 @@ func TestOverloadedInstanceRefusesFast(t *testing.T) {
 	ctx := context.Background()
 	var st *store.Store
 	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, s *store.Store, _ string) {
-		c.Admission = api.Admission{Max: 2, Wait: 2 * time.Second}
+		c.Admission = api.Admission{Max: 2, Wait: 5 * time.Second} // the waiting request below gets its place within it, on a busy machine too
 		st = s
 	})
 	carol, _ := e.guest("carol")
@@ -112,7 +112,7 @@ func TestOverloadedInstanceRefusesFast(t *testing.T) {
 		res.Body.Close()
 		waited <- resp{status: res.StatusCode}
 	}()
-	time.Sleep(100 * time.Millisecond) // it waits (a bound of 2 s)
+	time.Sleep(100 * time.Millisecond) // it waits (a bound of 5 s)
 	if err := st.Client().Del(ctx, locks[0]).Err(); err != nil {
 		t.Fatal(err)
 	}

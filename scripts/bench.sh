@@ -143,13 +143,25 @@ go build -o "$tmp/realsyncd" ./cmd/realsyncd
 go build -o "$tmp/rsload" ./cmd/rsload
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# await SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds, for
+# at most SECONDS (what a quiet machine takes is no bound: CI runs this
+# beside its other lanes); fails otherwise.
+await() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.1
+  done
+}
 redis_port=$(free_port)
 "${redis_on[@]}" redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
   --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" >/dev/null
+await 30 redis-cli -p "$redis_port" ping || { echo "redis-server did not start" >&2; cat "$tmp/redis.log" >&2; exit 1; }
 minimal=127.0.0.1:$(free_port)
 "${server_on[@]}" "$tmp/rsload" -serve-minimal "$minimal" 2>/dev/null &
 minimal_pid=$!
 pids+=("$minimal_pid")
+await 30 curl -sf "http://$minimal/healthz" || { echo "rsload -serve-minimal did not start" >&2; exit 1; }
 
 rsd_pid=""
 # start_rsd restarts realsyncd on an empty Redis, with the settings given
@@ -168,7 +180,7 @@ start_rsd() {
   rsd_pid=$!
   pids+=("$rsd_pid")
   rsd=http://127.0.0.1:$port
-  for _ in $(seq 50); do curl -sf "$rsd/readyz" >/dev/null && return; sleep 0.1; done
+  await 30 curl -sf "$rsd/readyz" && return
   echo "realsyncd did not start" >&2; cat "$tmp/realsyncd.log" >&2; exit 1
 }
 say() { printf '\n== %s\n$ %s\n' "$1" "${*:2}"; run "${@:2}"; }
@@ -268,7 +280,7 @@ if want sse; then
   "${server_on[@]}" "$tmp/rsload" -serve-minimal "$fan_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   fan_pid=$!
   pids+=("$fan_pid")
-  sleep 0.5
+  await 30 curl -sf "http://$fan_srv/healthz" || { echo "rsload -serve-minimal did not start" >&2; exit 1; }
   for round in $(rounds 1 2 3); do
     say "SSE baseline: CPU per event, 2 000 streams, 100 publishes/s (round $round)" \
       "$tmp/rsload" -scenario fanout -urls "http://$fan_srv" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$fan_pid"
@@ -409,7 +421,7 @@ while True:
     masters="$masters${masters:+,}127.0.0.1:$p"
   done
   set -- $cluster_ports
-  for _ in $(seq 50); do redis-cli -p "$1" ping >/dev/null 2>&1 && redis-cli -p "$3" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  for p in $cluster_ports; do await 30 redis-cli -p "$p" ping || { echo "redis-server $p did not start" >&2; exit 1; }; done
   i=0
   for p in $cluster_ports; do
     # a config epoch of its own, as redis-cli --cluster create sets (and
@@ -420,12 +432,8 @@ while True:
     [ "$p" = "$1" ] || redis-cli -p "$p" cluster meet 127.0.0.1 "$1" >/dev/null
     i=$((i + 1))
   done
-  for _ in $(seq 100); do
-    ok=0
-    for p in $cluster_ports; do redis-cli -p "$p" cluster info | grep -q cluster_state:ok && ok=$((ok + 1)); done
-    [ "$ok" = 3 ] && break
-    sleep 0.2
-  done
+  cluster_ok() { for p in $cluster_ports; do redis-cli -p "$p" cluster info | grep -q cluster_state:ok || return 1; done; }
+  await 60 cluster_ok || { echo "the Cluster did not reach cluster_state:ok" >&2; exit 1; }
   start_cluster_rsd() { # $1: K of mode quick
     [ -z "$rsd_pid" ] || { kill "$rsd_pid"; wait "$rsd_pid" 2>/dev/null || true; }
     for p in $cluster_ports; do redis-cli -p "$p" flushall >/dev/null; done
@@ -435,7 +443,7 @@ while True:
     rsd_pid=$!
     pids+=("$rsd_pid")
     rsd=http://127.0.0.1:$port
-    for _ in $(seq 50); do curl -sf "$rsd/readyz" >/dev/null && return; sleep 0.1; done
+    await 30 curl -sf "$rsd/readyz" && return
     echo "realsyncd did not start" >&2; cat "$tmp/realsyncd.log" >&2; exit 1
   }
   for round in $(rounds 1 2); do

@@ -178,7 +178,7 @@ func TestFeedProbeQuietOnHealthyRedis(t *testing.T) {
 			last = v.Version
 			time.Sleep(10 * time.Millisecond)
 		}
-		waitDelivered(t, sink, last, 5*time.Second, "")
+		waitDelivered(t, sink, last, 20*time.Second, "")
 		for v := int64(2); v <= last; v++ {
 			if !sink.has(v) {
 				t.Fatalf("version %d not delivered", v)
@@ -235,7 +235,7 @@ func watchedRoom(t *testing.T, s *store.Store, feed sse.Feed, sink *probeSink, w
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitDelivered(t, sink, v, 5*time.Second, what)
+	waitDelivered(t, sink, v, 20*time.Second, what)
 	return r, patch
 }
 

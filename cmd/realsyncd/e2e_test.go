@@ -207,15 +207,19 @@ func start(t *testing.T, bin string, env ...string) *instance {
 	return ready(t, launchCmd(t, exec.Command(bin), "127.0.0.1:0", env...))
 }
 
+// startPatience bounds each step of an instance's start (its listening
+// line, /healthz, /readyz): many start at once in a run of the tests, on
+// a busy machine.
+const startPatience = 30 * time.Second
+
 // ready waits until in answers /readyz with 200.
 func ready(t *testing.T, in *instance) *instance {
 	t.Helper()
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(startPatience); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, err := in.probe.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
 			return in
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("realsyncd did not become ready:\n%s", in.logText())
 	return nil
@@ -269,7 +273,7 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 	})
 	if strings.HasSuffix(addr, ":0") {
 		bound := ""
-		for i := 0; i < 200 && bound == ""; i++ {
+		for deadline := time.Now().Add(startPatience); bound == "" && time.Now().Before(deadline); {
 			if m := listeningRE.FindStringSubmatch(in.logText()); m != nil {
 				bound = m[1] + m[2]
 			} else {
@@ -281,12 +285,11 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 		}
 		in.url = strings.Replace(in.url, addr, bound, 1)
 	}
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(startPatience); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, err := in.probe.Get(in.url + "/healthz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
 			return in
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("realsyncd did not start:\n%s", in.logText())
 	return nil

@@ -107,7 +107,9 @@ func TestKeyedSendsLostByAFailoverAreSentAgain(t *testing.T) {
 	if err != nil || len(replicas) != 1 {
 		t.Fatalf("the victim's replicas: %v %v", replicas, err)
 	}
-	time.Sleep(500 * time.Millisecond) // the replica has the room and the logs
+	if err := cluster.WaitReplicated(victim, 20*time.Second); err != nil { // the replica has the room and the logs
+		t.Fatal(err)
+	}
 
 	sends := []struct {
 		name, url, token, key string

@@ -229,7 +229,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	if e, _ := s.next(t, 5*time.Second); e.typ != "snapshot" {
 		t.Fatalf("personal stream opened with %q", e.typ)
 	}
-	waitFor(t, 10*time.Second, "user_online", func() bool {
+	waitFor(t, 30*time.Second, "user_online", func() bool {
 		tries, _ := rc.snapshot()
 		return slices.ContainsFunc(tries, func(tr hookTry) bool { return tr.typ == "user_online" && tr.data["userId"] == uid })
 	})
@@ -243,7 +243,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		}
 		return n
 	}
-	waitFor(t, 10*time.Second, "every event of the healthy phase", func() bool {
+	waitFor(t, 30*time.Second, "every event of the healthy phase", func() bool {
 		tries, _ := rc.snapshot()
 		return count(tries, "player_joined") >= 3 && count(tries, "player_left") >= 1 && count(tries, "room_closed") >= 1 &&
 			count(tries, "user_offline") >= 1
@@ -361,7 +361,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 			t.Fatalf("second replay: %d %v", status, body)
 		}
 	}
-	waitFor(t, 10*time.Second, "the replayed deliveries", func() bool {
+	waitFor(t, 30*time.Second, "the replayed deliveries", func() bool {
 		tries, _ := rc.snapshot()
 		return len(tries) >= len(mark)+len(dead)
 	})
@@ -389,7 +389,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	var first string
 	select {
 	case first = <-rc.hung:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no delivery reached the receiver")
 	}
 	a.kill() // at once: its try would time out after 15 s (then it would retry by itself)
@@ -398,7 +398,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	// settled as delivered and recorded as failed.
 	rc.mode.Store(0)
 	close(rc.release)
-	waitFor(t, 10*time.Second, "a's tries ended at the receiver", func() bool { return rc.busy.Load() == 0 })
+	waitFor(t, 30*time.Second, "a's tries ended at the receiver", func() bool { return rc.busy.Load() == 0 })
 	for more := true; more; {
 		select {
 		case <-rc.hung:
@@ -492,7 +492,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		t.Fatalf("the room on the new instance: %d", status)
 	}
 
-	waitFor(t, 10*time.Second, "the webhook keys emptied", func() bool { n, _ := webhookEntries(t, c, prefix); return n == 0 })
+	waitFor(t, 30*time.Second, "the webhook keys emptied", func() bool { n, _ := webhookEntries(t, c, prefix); return n == 0 })
 	_, keys := webhookEntries(t, c, prefix)
 	for _, k := range keys {
 		// what stays: each shard's outbox and deliveries, empty, with the
@@ -566,7 +566,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 		return body["room"].(map[string]any)["id"].(string)
 	}
 	before := create("before")
-	waitFor(t, 10*time.Second, "the outbox drained to no endpoint", func() bool {
+	waitFor(t, 30*time.Second, "the outbox drained to no endpoint", func() bool {
 		n, _ := webhookEntries(t, c, prefix)
 		return n == 0
 	})
@@ -582,7 +582,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 	reloaded(1)
 	replay(crmLetter, 202, "") // the reload added crm
 	after := create("after")
-	waitFor(t, 10*time.Second, "an event of a room made after the reload", func() bool {
+	waitFor(t, 30*time.Second, "an event of a room made after the reload", func() bool {
 		tries, _ := rc.snapshot()
 		return slices.ContainsFunc(tries, func(tr hookTry) bool { return tr.data["roomId"] == after })
 	})
@@ -596,7 +596,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 	reloaded(2)
 	n := len(tries)
 	last := create("emptied")
-	waitFor(t, 10*time.Second, "the outbox drained again", func() bool {
+	waitFor(t, 30*time.Second, "the outbox drained again", func() bool {
 		n, _ := webhookEntries(t, c, prefix)
 		return n == 0
 	})

@@ -69,7 +69,7 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	wait := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("timed out waiting for %s (applied %v, logs %s)", what, got(), logs.String())
 			}

@@ -475,7 +475,7 @@ func TestStreamLongLinesAndHeartbeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	// an API key's stream: no presence events of its own
-	st := rs.New(s.url, rs.WithAPIKey(s.keys.reader)).Stream(c, room.Room.Id, rs.IdleTimeout(time.Second))
+	st := rs.New(s.url, rs.WithAPIKey(s.keys.reader)).Stream(c, room.Room.Id, rs.IdleTimeout(10*time.Second))
 	defer st.Close()
 	first := until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.Snapshot); return ok })
 	snap := first[len(first)-1].(*rs.Snapshot)

@@ -1422,7 +1422,7 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 		// joust's pass is over (its match made: a took its lease, which
 		// under load it may not have done yet when duel's pass stalled);
 		// duel's stalls past the TTL
-		within(t, 5*time.Second, "joust's pair matched", func() bool {
+		within(t, 20*time.Second, "joust's pair matched", func() bool {
 			for _, id := range jousts {
 				if tk, err := e.tickets.Get(ctx, id); err != nil || tk.RoomID == "" {
 					return false
@@ -1530,7 +1530,7 @@ func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
 		running(t, a)
 		stall.waitEntered(t)
 		ids := duelPair(t, e, "joust", "j0", "j1")
-		within(t, 5*time.Second, "joust matched while duel's pass stalls", func() bool {
+		within(t, 20*time.Second, "joust matched while duel's pass stalls", func() bool {
 			tk, err := e.tickets.Get(ctx, ids[0])
 			return err == nil && tk.Status == matchmaking.Matched && tk.RoomID != ""
 		})

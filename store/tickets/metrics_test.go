@@ -93,7 +93,7 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 			LeaseTTL: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}) // a lease call: 333 ms at most
 		finish := roundStalled(t, ctx, a, stall)
 		takeLease(t, e, "duel", "a", "b")
-		within(t, 5*time.Second, "a finding its lease taken", func() bool { return strings.Contains(logs.String(), "lease lost during a pass") })
+		within(t, 20*time.Second, "a finding its lease taken", func() bool { return strings.Contains(logs.String(), "lease lost during a pass") })
 		if held := finish(); len(held) != 0 {
 			t.Errorf("a's round holds %v, want none: b took duel", held)
 		}
