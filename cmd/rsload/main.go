@@ -141,16 +141,14 @@ func main() {
 	flag.DurationVar(&c.Drain, "drain", 30*time.Second, "ops with -arrival-rate: how long to wait for the steps in flight after -duration; those still unanswered are cut and counted")
 	flag.DurationVar(&c.GoodWithin, "good-within", time.Second, "ops with -arrival-rate: a step answered without error within this of its scheduled start counts as good (goodput)")
 	flag.IntVar(&c.MinCount, "min-count", 0, "ops, closed loop: go on past -duration until every operation of the mix (weight above 0) was answered at least this many times, errors included (each step ends with its undo); rsload's own bound (-duration + -drain + 5 min) still ends the run, with an error if one of them is short")
-	h2c := flag.Bool("h2c", false, "speak unencrypted HTTP/2 with prior knowledge to the instances (realsyncd with REALSYNC_H2C=true): streams and requests share connections, up to the server's concurrent streams per connection (250), instead of a connection each")
+	h2c := flag.Bool("h2c", false, "speak unencrypted HTTP/2 with prior knowledge to the instances (realsyncd with REALSYNC_H2C=true): streams and requests share connections, up to the server's concurrent streams per connection (250), instead of a connection each; with -serve-minimal, serve it as well as HTTP/1.1 (the baseline of realsyncd's h2c)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *h2c {
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		client = &http.Client{Transport: &http.Transport{Protocols: &p, MaxIdleConnsPerHost: 1024}}
+		client = h2cClient()
 	}
 	if *serve != "" {
-		fmt.Fprintln(os.Stderr, serveMinimal(*serve, c.RedisURL))
+		fmt.Fprintln(os.Stderr, serveMinimal(*serve, c.RedisURL, *h2c))
 		os.Exit(1)
 	}
 	c.URLs = strings.Split(urls, ",")
@@ -291,9 +289,12 @@ func guestAccount(ctx context.Context, base, name string) (account, error) {
 	return g, err
 }
 
-// serveMinimal serves minimalHandler on a loopback address.
-// With redisURL it also serves POST /anchor (anchor.go).
-func serveMinimal(addr, redisURL string) error {
+// serveMinimal serves minimalHandler on a loopback address, over HTTP/1.1
+// and with h2c over unencrypted HTTP/2 with prior knowledge too, as
+// realsyncd with REALSYNC_H2C (net/http's own HTTP/2 server, its
+// defaults: 250 streams a connection). With redisURL it also serves POST
+// /anchor (anchor.go).
+func serveMinimal(addr, redisURL string, h2c bool) error {
 	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
 		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
 	}
@@ -316,7 +317,24 @@ func serveMinimal(addr, redisURL string) error {
 		mux.Handle("/", h)
 		h = mux
 	}
-	return http.ListenAndServe(addr, h)
+	return (&http.Server{Addr: addr, Handler: h, Protocols: minimalProtocols(h2c)}).ListenAndServe()
+}
+
+// minimalProtocols is what the minimal server speaks: HTTP/1.1, and
+// unencrypted HTTP/2 with prior knowledge too with h2c.
+func minimalProtocols(h2c bool) *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(h2c)
+	return p
+}
+
+// h2cClient is -h2c's client: unencrypted HTTP/2 with prior knowledge
+// only, streams and requests multiplexed over a few connections.
+func h2cClient() *http.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{Protocols: &p, MaxIdleConnsPerHost: 1024}}
 }
 
 // minimalHandler answers every request like the API's smallest answers do:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -137,12 +138,17 @@ func TestSSERunDeliversEverything(t *testing.T) {
 	}
 }
 
-// A short fanout run against the minimal handler, its events handed over
-// in process and through Redis Pub/Sub: every stream gets every frame of
-// its room.
+// A short fanout run against the minimal server, its events handed over
+// in process and through Redis Pub/Sub, over HTTP/1.1 (a connection a
+// stream) and h2c (-h2c on both sides: one connection): every stream gets
+// every frame of its room.
 func TestFanoutRunDeliversEverything(t *testing.T) {
-	for _, viaRedis := range []bool{false, true} {
-		t.Run(map[bool]string{false: "direct", true: "redis"}[viaRedis], func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		viaRedis, h2c bool
+	}{{"direct", false, false}, {"redis", true, false}, {"redis-h2c", true, true}} {
+		viaRedis := tc.viaRedis
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			var rdb *redis.Client
@@ -159,14 +165,32 @@ func TestFanoutRunDeliversEverything(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(h)
+			srv := httptest.NewUnstartedServer(h)
+			srv.Config.Protocols = minimalProtocols(tc.h2c)
+			var conns atomic.Int64
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
 			t.Cleanup(srv.Close)
+			if tc.h2c {
+				was := client
+				client = h2cClient()
+				t.Cleanup(func() { client = was })
+			}
 			r, err := runFanout(context.Background(), Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Patches == 0 || r.PatchErrors != 0 || r.Expected != r.Patches*3 || r.Delivered != r.Expected {
 				t.Fatalf("report %+v", r)
+			}
+			// six streams and the publishes: one connection over h2c, one a
+			// stream at least over HTTP/1.1
+			if n := conns.Load(); tc.h2c && n != 1 || !tc.h2c && n < 6 {
+				t.Errorf("%d connections over %s", n, tc.name)
 			}
 			if viaRedis {
 				n, err := rdb.Do(ctx, "INFO", "stats").Text()
