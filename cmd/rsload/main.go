@@ -34,6 +34,10 @@
 //	go run ./cmd/rsload -serve-minimal 127.0.0.1:8090 &
 //	go run ./cmd/rsload -scenario fanout -urls http://127.0.0.1:8090 -streams 10000 -rooms 100 -rate 500 -duration 10s
 //
+// With -h2c on both, the baseline of realsyncd's h2c streams (net/http's
+// HTTP/2 server without RealSync): -serve-minimal ADDR -h2c, then
+// -scenario fanout -h2c.
+//
 // With -min-count N a closed-loop ops run goes on past -duration until
 // every operation of the mix was answered N times: a short run on a slow
 // or busy machine still measures every kind (a random draw of the mix
