@@ -374,7 +374,35 @@ func TestClusterMasterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := time.Now()
+	// a second of writes the replica never gets, and until one of them
+	// on the victim was acknowledged and streamed (a loaded machine may
+	// take longer: the check below needs one), up to 20 s
+	isHot := map[string]bool{}
+	for _, r := range hot {
+		isHot[r.id] = true
+	}
+	lostStreamed := func() bool {
+		first := map[string]int64{} // a hot room's first version acknowledged after the cut
+		mu.Lock()
+		for i := len(acks) - 1; i >= 0 && acks[i].at.After(cut); i-- {
+			if k := acks[i]; isHot[k.room] {
+				first[k.room] = k.version
+			}
+		}
+		mu.Unlock()
+		for room, v := range first {
+			for _, f := range followers[room] {
+				if es := f.all(); len(es) > 0 && es[len(es)-1].version >= v {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	time.Sleep(time.Second)
+	for deadline := time.Now().Add(20 * time.Second); !lostStreamed() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	killed := time.Now()
 	victim.Kill()
 	promoted, err := redistest.WaitMaster(replicas[0], 30*time.Second)
