@@ -83,6 +83,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.WebhookEndpoints([]string{"crm"})
 	m.WebhookMaxBacklog(10000)
 	m.WebhookDelivered("crm", "delivered")
+	m.WebhookDeliveredAfter("crm", time.Second)
 	m.WebhookRefused("crm")
 	m.WebhookLag(time.Second)
 	m.WebhookDeliveryLag(time.Second)

@@ -13,7 +13,8 @@ import (
 // realsync_webhook_deliveries_total{endpoint,outcome},
 // realsync_webhook_backlog_refused_total{endpoint},
 // realsync_webhook_backlog{endpoint}, realsync_webhook_max_backlog and
-// realsync_webhook_outbox_lag_seconds, realsync_webhook_delivery_lag_seconds;
+// realsync_webhook_outbox_lag_seconds, realsync_webhook_delivery_lag_seconds,
+// realsync_webhook_delivery_seconds{endpoint};
 // and the endpoints file's reloads,
 // realsync_webhooks_file_reloads_total{result}. The endpoint label is an
 // endpoint id of the endpoints file. The counters of every endpoint of
@@ -28,10 +29,17 @@ type webhookMetrics struct {
 	bound       prometheus.Gauge
 	lag         prometheus.Gauge
 	deliveryLag prometheus.Gauge
+	delivered   *prometheus.HistogramVec
 	reloads     *prometheus.CounterVec
 	mu          *sync.Mutex
 	inForce     map[string]bool // the endpoints of the file (mu): the backlog gauge's series
 }
+
+// deliveryBuckets (s) reach from a delivery at once (the dispatcher polls
+// every 250 ms when idle; a receiver answers in tens of milliseconds)
+// past the retries' backoff (REALSYNC_WEBHOOK_* defaults: up to 1 s,
+// doubling, at most 10 minutes a retry).
+var deliveryBuckets = []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600}
 
 // webhookOutcomes are realsync_webhook_deliveries_total's outcomes
 // (webhooks.Metrics.WebhookDelivered).
@@ -56,13 +64,16 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full or every endpoint at its backlog bound; 0 when it found them empty: how far delivery runs behind the rooms."}),
 		deliveryLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_delivery_lag_seconds",
 			Help: "How long the delivery at the head of any shard's webhook deliveries stream has waited there (since its fan-out to an endpoint, its return from the retries or its replay: its try under way, or waiting for a worker), read from Redis every 5 s: the same on every instance; 0 when they are empty. A retry waiting out its backoff is not counted (realsync_webhook_backlog is). realsync_webhook_backlog names the endpoints behind."}),
+		delivered: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_webhook_delivery_seconds",
+			Help:    "Time from a webhook event's write to its outbox (Redis' clock) to its delivery (this instance's clock), retries included, by endpoint id of REALSYNC_WEBHOOKS_FILE; replayed dead letters are not observed.",
+			Buckets: deliveryBuckets}, []string{"endpoint"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
 			[]string{"result"}),
 		mu:      new(sync.Mutex),
 		inForce: map[string]bool{},
 	}
-	reg.MustRegister(w.tries, w.refused, w.backlog, w.bound, w.lag, w.deliveryLag, w.reloads)
+	reg.MustRegister(w.tries, w.refused, w.backlog, w.bound, w.lag, w.deliveryLag, w.delivered, w.reloads)
 	w.reloads.WithLabelValues("ok")
 	w.reloads.WithLabelValues("error")
 	return w
@@ -89,6 +100,7 @@ func (m *Metrics) WebhookEndpoints(ids []string) {
 	for _, id := range ids {
 		next[id] = true
 		w.refused.WithLabelValues(id)
+		w.delivered.WithLabelValues(id)
 		for _, o := range webhookOutcomes {
 			w.tries.WithLabelValues(id, o)
 		}
@@ -126,6 +138,11 @@ func (m *Metrics) WebhookMaxBacklog(n int) { m.webhooks.bound.Set(float64(n)) }
 // WebhookDelivered implements webhooks.Metrics.
 func (m *Metrics) WebhookDelivered(endpoint, outcome string) {
 	m.webhooks.tries.WithLabelValues(endpoint, outcome).Inc()
+}
+
+// WebhookDeliveredAfter implements webhooks.Metrics.
+func (m *Metrics) WebhookDeliveredAfter(endpoint string, d time.Duration) {
+	m.webhooks.delivered.WithLabelValues(endpoint).Observe(d.Seconds())
 }
 
 // WebhookRefused implements webhooks.Metrics.

@@ -152,6 +152,12 @@ type Delivery struct {
 type Metrics interface {
 	// WebhookDelivered counts a try by outcome: "delivered", "retry", "dead".
 	WebhookDelivered(endpoint, outcome string)
+	// WebhookDeliveredAfter is, with a try delivered, how long after its
+	// event was written to the outbox (the outbox entry's id: Redis' clock,
+	// Config.Now's against it), retries included; not called for a
+	// replayed dead letter (its time is the dead letter's wait, no
+	// measure of delivery).
+	WebhookDeliveredAfter(endpoint string, d time.Duration)
 	// WebhookRefused counts a delivery to endpoint that went to the dead
 	// letters untried, the endpoint's backlog in its shard at MaxBacklog.
 	// endpoint is one of the endpoints in force (Config.Endpoints,
@@ -898,6 +904,9 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (
 		err := d.b.Runner.Run(ctx, settleCall{deliveries: dels, backlog: k.backlog(shard), retries: k.retries(shard), recount: k.recount(shard), entry: e.ID}).Err()
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
+			if at, ok := outboxTime(wd.MessageID); ok && str("r") == "" {
+				d.cfg.Metrics.WebhookDeliveredAfter(wd.Endpoint, d.cfg.Now().Sub(at))
+			}
 		}
 		return true, redisx.Wrap(err)
 	}
@@ -916,6 +925,15 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (
 		d.cfg.Metrics.WebhookDelivered(wd.Endpoint, out)
 	}
 	return up, nil
+}
+
+// outboxTime is when the event of a delivery's message id
+// ("msg_<shard>_<outbox entry id>") was written to its outbox: the entry
+// id's milliseconds, Redis' clock.
+func outboxTime(messageID string) (time.Time, bool) {
+	id := messageID[strings.LastIndexByte(messageID, '_')+1:]
+	ms, err := strconv.ParseInt(id[:max(0, strings.IndexByte(id, '-'))], 10, 64)
+	return time.UnixMilli(ms), err == nil
 }
 
 // answered says whether a failed try's err says the endpoint is up (it

@@ -454,6 +454,92 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 	}
 }
 
+// A delivery's time is observed from its event's write to the outbox
+// (the outbox entry's id) to its delivery, retries included: events whose
+// first try failed and whose retry a minute later (the dispatcher's clock)
+// was delivered are observed at about a minute each. A replayed dead
+// letter is not observed, its retry after a failed replay neither (the
+// replay's mark kept through the retries).
+func TestWebhooksDeliveryTimeFromTheOutbox(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openStoreWith(t, b, func(c *store.Config) { c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"ep": true}}
+			clock := &fakeClock{t: time.Now()}
+			m := &outcomeRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now, MaxAttempts: 2,
+				BackoffBase: time.Second, BackoffMax: time.Second, Metrics: m,
+				Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roomEvents(t, s)
+			drain(t, d) // first tries: refused
+			rec.setDown("ep", false)
+			clock.Add(time.Minute)
+			drain(t, d) // retries: delivered
+			after := m.deliveredAfter()
+			if len(after) != len(wantRoomEvents) {
+				t.Fatalf("%d delivery times observed, want %d: %v", len(after), len(wantRoomEvents), after)
+			}
+			for _, a := range after {
+				// the clock a minute on from the test's start; the events
+				// written within the first seconds of it (their ids in
+				// whole milliseconds: up to one before the start)
+				if a < 50*time.Second || a > time.Minute+time.Millisecond {
+					t.Fatalf("delivery times %v, want about a minute each", after)
+				}
+			}
+
+			rec.setDown("ep", true)
+			roomEvents(t, s)
+			drain(t, d)
+			clock.Add(time.Minute)
+			drain(t, d) // the second tries fail too: dead letters
+			letters, _, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), "", 100)
+			if err != nil || len(letters) != len(wantRoomEvents) {
+				t.Fatalf("%d dead letters, want %d (%v)", len(letters), len(wantRoomEvents), err)
+			}
+			for _, l := range letters {
+				if err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).ReplayDeadLetter(context.Background(), l.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			drain(t, d) // the replays refused once
+			rec.setDown("ep", false)
+			clock.Add(time.Minute)
+			drain(t, d) // and delivered on their retry
+			if n := len(rec.of("ep")); n != 6*len(wantRoomEvents) {
+				t.Fatalf("%d tries, want %d", n, 6*len(wantRoomEvents))
+			}
+			if got := m.deliveredAfter(); len(got) != len(after) {
+				t.Fatalf("%d delivery times observed after the replays, want still %d: %v", len(got), len(after), got)
+			}
+		})
+	}
+}
+
+// A delivery's event time is its message id's outbox entry id's
+// milliseconds; an id without one gives none.
+func TestOutboxTime(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		ms   int64
+		good bool
+	}{
+		{"msg_3_1764950400123-7", 1764950400123, true},
+		{"msg_12_5-0", 5, true},
+		{"msg_3_x-1", 0, false},
+		{"msg_3_1764950400123", 0, false},
+		{"", 0, false},
+	} {
+		at, ok := webhooks.OutboxTime(tc.id)
+		if ok != tc.good || ok && at.UnixMilli() != tc.ms {
+			t.Errorf("%q: %v %v, want %d %v", tc.id, at.UnixMilli(), ok, tc.ms, tc.good)
+		}
+	}
+}
+
 // TestWebhooksTakenOverAfterACrash: an instance that read deliveries and
 // died before settling them leaves them pending; another takes them over
 // (XAUTOCLAIM) once idle and delivers them: at least once.
@@ -719,11 +805,12 @@ type lagRecorder struct {
 	lag []time.Duration
 }
 
-func (r *lagRecorder) WebhookDelivered(string, string)  {}
-func (r *lagRecorder) WebhookRefused(string)            {}
-func (r *lagRecorder) WebhookEndpoints([]string)        {}
-func (r *lagRecorder) WebhookBacklog(map[string]int64)  {}
-func (r *lagRecorder) WebhookDeliveryLag(time.Duration) {}
+func (r *lagRecorder) WebhookDelivered(string, string)             {}
+func (r *lagRecorder) WebhookDeliveredAfter(string, time.Duration) {}
+func (r *lagRecorder) WebhookRefused(string)                       {}
+func (r *lagRecorder) WebhookEndpoints([]string)                   {}
+func (r *lagRecorder) WebhookBacklog(map[string]int64)             {}
+func (r *lagRecorder) WebhookDeliveryLag(time.Duration)            {}
 func (r *lagRecorder) WebhookLag(d time.Duration) {
 	r.mu.Lock()
 	r.lag = append(r.lag, d)
@@ -982,6 +1069,20 @@ type outcomeRecorder struct {
 	reports     int              // WebhookDeliveryLag's
 	eps         []string         // the last WebhookEndpoints
 	backlogs    map[string]int64 // the last WebhookBacklog
+	after       []time.Duration  // WebhookDeliveredAfter's
+}
+
+func (r *outcomeRecorder) WebhookDeliveredAfter(_ string, d time.Duration) {
+	r.mu.Lock()
+	r.after = append(r.after, d)
+	r.mu.Unlock()
+}
+
+// deliveredAfter are the delivery times observed so far.
+func (r *outcomeRecorder) deliveredAfter() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.after)
 }
 
 func (r *outcomeRecorder) WebhookEndpoints(ids []string) {

@@ -38,3 +38,6 @@ func (d *Dispatcher) Fail(ctx context.Context, shard int, id string, dueMs int64
 // RecountStepBytes is how many bytes of entries a recount step reads at
 // most, give or take a chunk of 16 entries (recountStepBytes).
 const RecountStepBytes = recountStepBytes
+
+// OutboxTime is outboxTime.
+var OutboxTime = outboxTime

@@ -34,7 +34,7 @@ if e[1] then
     out = 'dead'
   else
     -- the delivery's own id makes the member unique
-    local m = cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries})
+    local m = cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries, r = d.r})
     redis.call('ZADD', KEYS[2], ARGV[3], m)
     if retryWalker(KEYS[5])(ARGV[3], m) then redis.call('HINCRBY', KEYS[5], 'r:' .. d.e, 1) end
     out = 'retry'

@@ -42,7 +42,9 @@ if n >= tonumber(ARGV[3]) then
   end
   if n >= tonumber(ARGV[3]) then return {-2, n} end
 end
-redis.call('XADD', KEYS[2], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', 0)
+-- 'r': a replay, its retries too (webhook_fail, webhook_due): its delivery
+-- time is no measure of delivery (realsync_webhook_delivery_seconds)
+redis.call('XADD', KEYS[2], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', 0, 'r', 1)
 redis.call('HINCRBY', KEYS[3], d.e, 1)
 redis.call('XDEL', KEYS[1], ARGV[1])
 if redis.call('XLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS[1]) end
