@@ -143,6 +143,16 @@ go build -o "$tmp/realsyncd" ./cmd/realsyncd
 go build -o "$tmp/rsload" ./cmd/rsload
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# stop_pid PID: ends a process this script started and forgets it, so
+# that the cleanup never signals its pid once the system gave it to
+# another process.
+stop_pid() {
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local keep=() p
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  pids=("${keep[@]}")
+}
 # await SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds, for
 # at most SECONDS (what a quiet machine takes is no bound: CI runs this
 # beside its other lanes); fails otherwise.
@@ -171,7 +181,7 @@ rsd_pid=""
 # costs"). Room quotas are off too: -seed creates thousands of rooms as one
 # user.
 start_rsd() {
-  [ -z "$rsd_pid" ] || { kill "$rsd_pid"; wait "$rsd_pid" 2>/dev/null || true; }
+  [ -z "$rsd_pid" ] || stop_pid "$rsd_pid"
   redis-cli -p "$redis_port" flushall >/dev/null
   local port; port=$(free_port)
   REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_URL=redis://127.0.0.1:$redis_port \
@@ -305,7 +315,7 @@ if want sse; then
       "$tmp/rsload" -urls "$rsd" -streams 10000 -rooms 100 -rate "$rate" -duration 10s -rss-pid "$rsd_pid" "${settle[@]}"
   done
   # its pattern subscription would go on costing Redis a match a publish
-  kill "$fan_pid"; wait "$fan_pid" 2>/dev/null || true
+  stop_pid "$fan_pid"
 fi
 
 # Event streams over HTTP/2 (issue 15 item 6): realsyncd with REALSYNC_H2C
@@ -330,7 +340,7 @@ if want h2; then
     say "h2c: 2 000 streams, 100 patches/s (round $round)" \
       "$tmp/rsload" -h2c -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
   done
-  kill "$h2_base_pid"; wait "$h2_base_pid" 2>/dev/null || true
+  stop_pid "$h2_base_pid"
   REALSYNC_H2C=true start_rsd
   # also the RSS once the runtime gave back what the opening burst used,
   # as the sse section's HTTP/1.1 row at 200 patches/s
@@ -447,7 +457,7 @@ while True:
   cluster_ok() { for p in $cluster_ports; do redis-cli -p "$p" cluster info | grep -q cluster_state:ok || return 1; done; }
   await 60 cluster_ok || { echo "the Cluster did not reach cluster_state:ok" >&2; exit 1; }
   start_cluster_rsd() { # $1: K of mode quick
-    [ -z "$rsd_pid" ] || { kill "$rsd_pid"; wait "$rsd_pid" 2>/dev/null || true; }
+    [ -z "$rsd_pid" ] || stop_pid "$rsd_pid"
     for p in $cluster_ports; do redis-cli -p "$p" flushall >/dev/null; done
     local port; port=$(free_port)
     REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_CLUSTER_ADDRS=$masters REALSYNC_MODE_STRIPES=1,quick=$1 \

@@ -130,6 +130,7 @@ type ack struct {
 	version int64
 	marker  string // the patch's unique value, as JSON
 	at      time.Time
+	sent    time.Time // when its request was sent
 }
 
 // logEntry is one event of a room's final log, read from Redis.
@@ -338,7 +339,8 @@ func TestClusterMasterFailover(t *testing.T) {
 					o := ta.timed("PATCH", in.url+"/v1/rooms/"+r.id+"/state", r.tokens[w], map[string]any{name: marker})
 					mu.Lock()
 					if o.ok() {
-						acks = append(acks, ack{room: r.id, version: int64(o.body["version"].(float64)), marker: `"` + marker + `"`, at: o.done})
+						acks = append(acks, ack{room: r.id, version: int64(o.body["version"].(float64)), marker: `"` + marker + `"`, at: o.done,
+							sent: o.done.Add(-o.took)})
 					}
 					writes[name] = append(writes[name], o)
 					hotWriter[name] = r.master == victim
@@ -375,17 +377,18 @@ func TestClusterMasterFailover(t *testing.T) {
 	}
 	cut := time.Now()
 	// a second of writes the replica never gets, and until one of them
-	// on the victim was acknowledged and streamed (a loaded machine may
-	// take longer: the check below needs one), up to 20 s
+	// on the victim (sent after the cut: one acknowledged after it may
+	// have run before) was acknowledged and streamed (a loaded machine
+	// may take longer: the check below needs one), up to 20 s
 	isHot := map[string]bool{}
 	for _, r := range hot {
 		isHot[r.id] = true
 	}
 	lostStreamed := func() bool {
-		first := map[string]int64{} // a hot room's first version acknowledged after the cut
+		first := map[string]int64{} // a hot room's first version sent and acknowledged after the cut
 		mu.Lock()
 		for i := len(acks) - 1; i >= 0 && acks[i].at.After(cut); i-- {
-			if k := acks[i]; isHot[k.room] {
+			if k := acks[i]; isHot[k.room] && k.sent.After(cut) {
 				first[k.room] = k.version
 			}
 		}
@@ -400,8 +403,12 @@ func TestClusterMasterFailover(t *testing.T) {
 		return false
 	}
 	time.Sleep(time.Second)
-	for deadline := time.Now().Add(20 * time.Second); !lostStreamed() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); !lostStreamed(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			t.Fatal("no write sent to the victim after the replication cut was acknowledged and streamed within 20 s")
+		}
 	}
 	killed := time.Now()
 	victim.Kill()

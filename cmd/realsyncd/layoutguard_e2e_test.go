@@ -52,7 +52,7 @@ func TestRunningInstanceGuardsTheLayout(t *testing.T) {
 		status, body := get(t, in.url+"/readyz", "")
 		return status == 503 && strings.Contains(body, "STORE_UNAVAILABLE")
 	})
-	in.awaitLog(t, "level=ERROR", "4 shards")
+	in.awaitLogThat(t, "the layout's error", func(l string) bool { return strings.Contains(grep(l, "4 shards"), "level=ERROR") })
 	if err := rdb.HSet(ctx, prefix+":meta", "shards", 8).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 		deliveryLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_delivery_lag_seconds",
 			Help: "How long the delivery at the head of any shard's webhook deliveries stream has waited there (since its fan-out to an endpoint, its return from the retries or its replay: its try under way, or waiting for a worker), read from Redis every 5 s: the same on every instance; 0 when they are empty. A retry waiting out its backoff is not counted (realsync_webhook_backlog is). realsync_webhook_backlog names the endpoints behind."}),
 		delivered: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_webhook_delivery_seconds",
-			Help:    "Time from a webhook event's write to its outbox (Redis' clock) to its delivery (this instance's clock), retries included, by endpoint id of REALSYNC_WEBHOOKS_FILE; replayed dead letters are not observed.",
+			Help:    "Time from a webhook event's write to its outbox (Redis' clock) to its delivery (this instance's clock; 0 should it be behind), retries included, by endpoint id of REALSYNC_WEBHOOKS_FILE; replayed dead letters are not observed.",
 			Buckets: deliveryBuckets}, []string{"endpoint"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},

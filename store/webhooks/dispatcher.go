@@ -905,7 +905,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
 			if at, ok := outboxTime(wd.MessageID); ok && str("r") == "" {
-				d.cfg.Metrics.WebhookDeliveredAfter(wd.Endpoint, d.cfg.Now().Sub(at))
+				d.cfg.Metrics.WebhookDeliveredAfter(wd.Endpoint, max(0, d.cfg.Now().Sub(at))) // 0: clocks apart
 			}
 		}
 		return true, redisx.Wrap(err)
