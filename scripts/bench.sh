@@ -163,10 +163,34 @@ await() {
     sleep 0.1
   done
 }
-redis_port=$(free_port)
-"${redis_on[@]}" redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
-  --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" >/dev/null
-await 30 redis-cli -p "$redis_port" ping || { echo "redis-server did not start" >&2; cat "$tmp/redis.log" >&2; exit 1; }
+# ours PORT PIDFILE: the redis-server answering on PORT is the one whose
+# pid PIDFILE holds, not another process that took the port between
+# free_port and the bind (the test lanes beside this run start their own:
+# flushing or shutting down theirs would break them).
+ours() {
+  local pid
+  pid=$(cat "$2" 2>/dev/null) && [ -n "$pid" ] &&
+    redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"
+}
+# start_redis PICK DIR COMMAND...: runs COMMAND (a redis-server and its
+# settings, placed) daemonized in DIR on a port PICK prints, until one is
+# its own (ours), 5 ports at most; sets started_port.
+start_redis() {
+  local pick=$1 dir=$2 p try
+  shift 2
+  for try in 1 2 3 4 5; do
+    p=$($pick)
+    rm -f "$dir/redis.pid"
+    (cd "$dir" && "$@" --port "$p" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null) || true
+    if await 15 ours "$p" "$dir/redis.pid"; then started_port=$p; return 0; fi
+    echo "redis-server on port $p did not start (try $try of 5):" >&2
+    tail -3 "$dir/redis.log" >&2 || true
+    [ ! -s "$dir/redis.pid" ] || kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
+  done
+  return 1
+}
+start_redis free_port "$tmp" "${redis_on[@]}" redis-server --bind 127.0.0.1 --save "" --appendonly no || exit 1
+redis_port=$started_port
 minimal=127.0.0.1:$(free_port)
 "${server_on[@]}" "$tmp/rsload" -serve-minimal "$minimal" 2>/dev/null &
 minimal_pid=$!
@@ -433,17 +457,16 @@ while True:
         print(p); break
     except OSError: pass'; }
   for i in 0 1 2; do
-    p=$(cluster_port)
     mkdir -p "$tmp/cluster$i"
     cpu=$(master_cpu "$i")
     master_on=(); [ -z "$cpu" ] || master_on=(taskset -c "$cpu")
-    (cd "$tmp/cluster$i" && "${master_on[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
-      --cluster-enabled yes --cluster-config-file nodes.conf --pidfile "$tmp/cluster$i/redis.pid" --logfile "$tmp/cluster$i/redis.log" >/dev/null)
+    start_redis cluster_port "$tmp/cluster$i" "${master_on[@]}" redis-server --bind 127.0.0.1 --save "" --appendonly no \
+      --cluster-enabled yes --cluster-config-file nodes.conf || exit 1
+    p=$started_port
     cluster_ports="$cluster_ports $p"
     masters="$masters${masters:+,}127.0.0.1:$p"
   done
   set -- $cluster_ports
-  for p in $cluster_ports; do await 30 redis-cli -p "$p" ping || { echo "redis-server $p did not start" >&2; exit 1; }; done
   i=0
   for p in $cluster_ports; do
     # a config epoch of its own, as redis-cli --cluster create sets (and
