@@ -42,21 +42,23 @@ func (s *Store) newJanitor() *janitor.Janitor {
 			// (thousands), the rooms within a quarter of the lease the
 			// visit holds, the users within half of it from their start,
 			// so neither crowds out the other (each at least one batch)
-			func(ctx context.Context, shard int, lease time.Duration, rep Report) error {
+			{Due: s.keys.Due, Run: func(ctx context.Context, shard int, lease time.Duration, rep Report) error {
 				return s.sweepPresence(ctx, shard, rep, time.Now().Add(lease/4))
-			},
-			func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
+			}},
+			{Due: s.keys.RoomsDue, Run: func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
 				return s.sweepLifecycle(ctx, shard, rep)
-			},
-			func(ctx context.Context, shard int, lease time.Duration, rep Report) error {
+			}},
+			{Due: s.sess.OnlineKey, Run: func(ctx context.Context, shard int, lease time.Duration, rep Report) error {
 				lapsed, err := s.sess.Sweep(ctx, shard, time.Now().Add(lease/2))
 				rep.Add("session_lapsed", lapsed)
 				return err
-			},
-			func(ctx context.Context, shard int, _ time.Duration, _ Report) error { return s.held.Sweep(ctx, shard) },
-			func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
+			}},
+			{Due: s.keys.Unheld, List: true, Run: func(ctx context.Context, shard int, _ time.Duration, _ Report) error {
+				return s.held.Sweep(ctx, shard)
+			}},
+			{Run: func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
 				return s.repairs.Step(ctx, shard, rep)
-			},
+			}},
 		}})
 }
 

@@ -12,9 +12,11 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,10 +35,24 @@ func (r Report) Add(kind string, n int) {
 	}
 }
 
-// Task is one kind of upkeep of a shard, given the lease the visit holds
-// (a task bounds its own work by a share of it); it adds what it did to
-// rep, also when it returns an error, which ends the visit.
-type Task func(ctx context.Context, shard int, lease time.Duration, rep Report) error
+// Task is one kind of upkeep of a shard.
+type Task struct {
+	// Run does it, given the lease the visit holds (a task bounds its own
+	// work by a share of it); it adds what it did to rep, also when it
+	// returns an error, which ends the visit.
+	Run func(ctx context.Context, shard int, lease time.Duration, rep Report) error
+	// Due, when set, is the shard's key that holds Run's work, in the
+	// lease's slot: a sorted set scored by when each member is due (ms,
+	// by this instance's clock, as Run reads it), or with List a list
+	// (work when not empty). A visit runs Run only when the key held
+	// work as it took the lease (the lease's script looks: an idle
+	// shard's visit is one call, batched with the other shards') or an
+	// earlier task of the visit did something (reported it: that may
+	// have given Run work); what falls due otherwise waits for the next
+	// visit. Unset: Run runs on every visit.
+	Due  func(shard int) string
+	List bool
+}
 
 // Config is what a Janitor runs.
 type Config struct {
@@ -63,14 +79,20 @@ type Janitor struct{ cfg Config }
 func New(cfg Config) *Janitor { return &Janitor{cfg: cfg} }
 
 // Run visits, every interval until ctx ends, each shard whose lease
-// instance wins for interval, after cfg.Tick; failures are logged and the
-// round goes on. It returns once ctx ended and the checks Tick started
-// have ended too.
+// instance wins for interval, after cfg.Tick; failures are logged. The
+// shards are visited at once, each on a goroutine of its own, so that
+// their calls bound for one node share its round trips, and a visit that
+// waits (its master hung, or failing over: each call's own deadline
+// bounds it) holds up no other shard's: a shard whose last visit has not
+// ended is passed over until it has. It returns once ctx ended and the
+// visits and the checks Tick started have ended too.
 func (j *Janitor) Run(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var checks sync.WaitGroup
+	var checks, visits sync.WaitGroup
 	defer checks.Wait()
+	defer visits.Wait()
+	busy := make([]atomic.Bool, j.cfg.Base.Shards)
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,37 +102,74 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 		if j.cfg.Tick != nil {
 			j.cfg.Tick(ctx, &checks, log)
 		}
-		for shard := range j.cfg.Base.Shards {
-			rep, err := j.Visit(ctx, shard, instance, interval)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("janitor", "shard", shard, "err", err)
+		for shard := range busy {
+			if !busy[shard].CompareAndSwap(false, true) {
+				continue
 			}
-			if j.cfg.Actions != nil {
-				for kind, n := range rep {
-					j.cfg.Actions(kind, n)
+			visits.Go(func() {
+				defer busy[shard].Store(false)
+				rep, err := j.Visit(ctx, shard, instance, interval)
+				if err != nil && ctx.Err() == nil {
+					log.Warn("janitor", "shard", shard, "err", err)
 				}
-			}
+				if j.cfg.Actions != nil {
+					for kind, n := range rep {
+						j.cfg.Actions(kind, n)
+					}
+				}
+			})
 		}
 	}
 }
 
 // Visit runs the tasks on shard if instance wins its lease for lease, and
-// reports what they did (also when one stops at an error). A lease held by
-// anyone is no error: nothing is done.
+// reports what they did (also when one stops at an error): those with a
+// Due key only when it held work. A lease held by anyone is no error:
+// nothing is done. Safe for concurrent use, on different shards (a
+// task's own state is its concern).
 func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
 	rep := Report{}
 	// a script (not SET NX), so that a full Redis lets the visit that
 	// gives memory back take its lease (lua/janitor_lease.lua)
-	res, err := j.cfg.Base.RunOK(ctx, leaseTakeCall{lease: j.cfg.Lease(shard), schedule: j.cfg.Schedule(shard), instance: instance, ttl: lease})
+	call := leaseTakeCall{lease: j.cfg.Lease(shard), schedule: j.cfg.Schedule(shard), instance: instance, ttl: lease,
+		now: time.Now().UnixMilli()}
+	for _, task := range j.cfg.Tasks {
+		if task.Due != nil {
+			call.due = append(call.due, task.Due(shard))
+			call.lists = append(call.lists, task.List)
+		}
+	}
+	res, err := j.cfg.Base.RunOK(ctx, call)
 	if err != nil || res[0] != int64(1) {
 		return rep, err
 	}
+	if len(res) != 1+len(call.due) {
+		return rep, fmt.Errorf("janitor: the lease's reply %v, want %d flags after the lease's", res, len(call.due))
+	}
+	work := res[1:]
 	for _, task := range j.cfg.Tasks {
-		if err := task(ctx, shard, lease, rep); err != nil {
+		if task.Due != nil {
+			held := work[0] == int64(1)
+			work = work[1:]
+			// what an earlier task did may have given it work (a room
+			// closed leaves its users' holdings stale)
+			if !held && rep.total() == 0 {
+				continue
+			}
+		}
+		if err := task.Run(ctx, shard, lease, rep); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// total is how many things r counts.
+func (r Report) total() (n int) {
+	for _, c := range r {
+		n += c
+	}
+	return n
 }
 
 // Release deletes every shard's lease held by one of ids (instances that
@@ -152,15 +211,28 @@ var (
 )
 
 // leaseTakeCall is janitor_lease.lua: the shard's janitor lease taken by
-// instance for ttl unless someone holds it; it runs out of memory.
+// instance for ttl unless someone holds it; it runs out of memory. Taken,
+// it tells which of the due keys hold work at now (ms; a list, lists[i]:
+// any).
 type leaseTakeCall struct {
 	lease, schedule, instance string
 	ttl                       time.Duration
+	now                       int64
+	due                       []string
+	lists                     []bool
 }
 
 func (leaseTakeCall) Script() *redisx.Script { return leaseScript }
 func (c leaseTakeCall) KeysArgs() ([]string, []any) {
-	return []string{c.lease, c.schedule}, []any{c.instance, c.ttl.Milliseconds()}
+	args := []any{c.instance, c.ttl.Milliseconds(), c.now}
+	for _, list := range c.lists {
+		kind := "z"
+		if list {
+			kind = "l"
+		}
+		args = append(args, kind)
+	}
+	return append([]string{c.lease, c.schedule}, c.due...), args
 }
 
 // leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes

@@ -3,8 +3,10 @@ package janitor_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,16 +23,30 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // recorded is what the tasks of a test janitor saw: a visit per entry,
 // "<task> <shard>".
-type recorded struct{ calls []string }
+type recorded struct {
+	mu    sync.Mutex
+	calls []string
+}
 
 // task returns a task named name that records its call, counts one of
-// kind and ends with err.
+// kind (none for "") and ends with err.
 func (r *recorded) task(name, kind string, err error) janitor.Task {
-	return func(_ context.Context, shard int, _ time.Duration, rep janitor.Report) error {
+	return janitor.Task{Run: func(_ context.Context, shard int, _ time.Duration, rep janitor.Report) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.calls = append(r.calls, name+" "+string(rune('0'+shard)))
-		rep.Add(kind, 1)
+		if kind != "" {
+			rep.Add(kind, 1)
+		}
 		return err
-	}
+	}}
+}
+
+// seen returns the calls recorded so far.
+func (r *recorded) seen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
 }
 
 // newJanitor returns a janitor of 4 shards on backend b with tasks, its
@@ -124,4 +140,111 @@ func TestReleaseOnlyTheNamedHolders(t *testing.T) {
 			client.Del(ctx, lease(1))
 		})
 	}
+}
+
+// A task with a due key runs only when the key held work as the lease
+// was taken (a member of its sorted set due by the visit's clock, or an
+// entry of its list), or when an earlier task of the visit did something;
+// the others run on every visit, all in their order.
+func TestVisitRunsATaskWithWork(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := t.Context()
+			var r recorded
+			var lease func(int) string // the due keys are the lease's with a suffix: in its slot
+			zkey := func(shard int) string { return lease(shard) + "z" }
+			due, list := r.task("z", "", nil), r.task("l", "", nil)
+			due.Due = zkey
+			list.Due, list.List = func(shard int) string { return lease(shard) + "l" }, true
+			var did bool // the first task reports something
+			first := janitor.Task{Run: func(ctx context.Context, shard int, lease time.Duration, rep janitor.Report) error {
+				if did {
+					rep.Add("did", 1)
+				}
+				return r.task("a", "", nil).Run(ctx, shard, lease, rep)
+			}}
+			j, client, lease := newJanitor(t, b, first, due, list, r.task("b", "", nil))
+			t.Cleanup(func() { client.Del(context.WithoutCancel(ctx), lease(1), zkey(1), list.Due(1)) })
+			now := time.Now().UnixMilli()
+			for i, c := range []struct {
+				setup func()
+				want  []string
+			}{
+				{func() {}, []string{"a 1", "b 1"}},
+				{func() {
+					client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "later"})
+				}, []string{"a 1", "b 1"}},
+				{func() { client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now - 1), Member: "due"}) }, []string{"a 1", "z 1", "b 1"}},
+				{func() { client.ZRem(ctx, zkey(1), "due"); client.RPush(ctx, list.Due(1), "x") }, []string{"a 1", "l 1", "b 1"}},
+				{func() { client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now - 1), Member: "due"}) }, []string{"a 1", "z 1", "l 1", "b 1"}},
+				{func() { client.Del(ctx, zkey(1), list.Due(1)) }, []string{"a 1", "b 1"}},
+				{func() { did = true }, []string{"a 1", "z 1", "l 1", "b 1"}},
+			} {
+				c.setup()
+				before := len(r.seen())
+				if _, err := j.Visit(ctx, 1, "i1", time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				if got := r.seen()[before:]; !slices.Equal(got, c.want) {
+					t.Errorf("case %d: calls %q, want %q", i, got, c.want)
+				}
+				if err := client.Del(ctx, lease(1)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// a lease held by another: no task, whatever work there is
+			client.Set(ctx, lease(1), "other", time.Minute)
+			before := len(r.seen())
+			if _, err := j.Visit(ctx, 1, "i1", time.Minute); err != nil || len(r.seen()) != before {
+				t.Fatalf("visit under another's lease: %v, calls %q", err, r.seen()[before:])
+			}
+		})
+	}
+}
+
+// Run visits the shards at once: a shard whose visit waits holds up no
+// other shard's, and is not visited again until that visit ends.
+func TestRunVisitsTheOtherShardsWhileOneWaits(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	var r recorded
+	release, entered := make(chan struct{}), make(chan struct{}, 10)
+	hang := janitor.Task{Run: func(_ context.Context, shard int, _ time.Duration, _ janitor.Report) error {
+		if shard == 0 {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	}}
+	j, _, _ := newJanitor(t, b, hang, r.task("a", "a", nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		j.Run(ctx, "i1", 20*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	<-entered
+	count := func(call string) (n int) {
+		for _, c := range r.seen() {
+			if c == call {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); count("a 1") < 5 || count("a 2") < 5 || count("a 3") < 5; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("shard 0's visit waits: the others' calls %q, want 5 visits of shards 1 to 3", r.seen())
+		}
+	}
+	if n := count("a 0"); n != 0 || len(entered) != 0 {
+		t.Fatalf("shard 0 visited again while its visit waited: %d calls, %d more entered", n, len(entered))
+	}
+	close(release)
+	for deadline := time.Now().Add(20 * time.Second); count("a 0") == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("shard 0's visit ended, but the shard was not visited again")
+		}
+	}
+	cancel()
+	<-ran
 }

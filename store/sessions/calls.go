@@ -88,7 +88,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	x, u := c.x, c.s.UserID
 	shard := x.b.UserShard(u)
 	log := x.cfg.Logs.KeysOf(u)
-	keys := []string{x.sessionsKey(u), x.statusKey(u), log.Log, log.Meta, x.onlineKey(shard),
+	keys := []string{x.sessionsKey(u), x.statusKey(u), log.Log, log.Meta, x.OnlineKey(shard),
 		x.StreamsKey(u), x.followingKey(u), log.Cursors, x.replacedKey(u)}
 	cseq, ctag := "", ""
 	if c.cursor.Verifiable() {
@@ -129,7 +129,7 @@ func (sessionCloseCall) Script() *redisx.Script { return sessionClose }
 func (c sessionCloseCall) KeysArgs() ([]string, []any) {
 	x, u := c.x, c.user
 	shard := x.b.UserShard(u)
-	keys := []string{x.sessionsKey(u), x.statusKey(u), x.onlineKey(shard), x.StreamsKey(u)}
+	keys := []string{x.sessionsKey(u), x.statusKey(u), x.OnlineKey(shard), x.StreamsKey(u)}
 	outbox, outboxLen := x.outbox(shard)
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
@@ -152,7 +152,7 @@ func (sessionsSweepCall) Script() *redisx.Script { return sessionsSweep }
 
 func (c sessionsSweepCall) KeysArgs() ([]string, []any) {
 	x := c.x
-	keys := []string{x.onlineKey(c.shard)}
+	keys := []string{x.OnlineKey(c.shard)}
 	outbox, outboxLen := x.outbox(c.shard)
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
@@ -181,7 +181,7 @@ func (c sessionRenewCall) KeysArgs() ([]string, []any) {
 	if c.x.capsStreams() {
 		quota = "1"
 	}
-	keys := []string{c.x.onlineKey(c.shard)}
+	keys := []string{c.x.OnlineKey(c.shard)}
 	args := []any{c.x.cfg.TTL.Milliseconds(), quota, statusLinger.Milliseconds()}
 	for _, s := range c.ss {
 		keys = append(keys, c.x.sessionsKey(s.UserID), c.x.statusKey(s.UserID), c.x.StreamsKey(s.UserID))

@@ -48,7 +48,7 @@ func TestUserKeysShareTheUserSlot(t *testing.T) {
 			keys, _ := sessionOpenCall{x: s, s: sse.Session{UserID: uid, Platform: "pc", ID: "s"}}.KeysArgs()
 			closing, _ := sessionCloseCall{x: s, user: uid}.KeysArgs()
 			sweeping, _ := sessionsSweepCall{x: s, shard: shard, users: []string{uid}}.KeysArgs()
-			keys = append(append(append(keys, closing...), sweeping...), s.StatusChannel(uid), s.StreamsKey(uid), s.onlineKey(shard))
+			keys = append(append(append(keys, closing...), sweeping...), s.StatusChannel(uid), s.StreamsKey(uid), s.OnlineKey(shard))
 			if want := 9 + 4 + 3 + 3; outboxLen > 0 {
 				want += 3
 				if len(keys) != want {

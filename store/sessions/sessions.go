@@ -161,8 +161,11 @@ func (s *Sessions) tag(uid string) string          { return s.b.Tag(s.b.UserShar
 func (s *Sessions) sessionsKey(uid string) string  { return s.tag(uid) + ":sess:" + uid }
 func (s *Sessions) statusKey(uid string) string    { return s.tag(uid) + ":status:" + uid }
 func (s *Sessions) followingKey(uid string) string { return s.tag(uid) + ":follow:" + uid }
-func (s *Sessions) onlineKey(shard int) string     { return s.b.Tag(shard) + ":online" }
 func (s *Sessions) replacedKey(uid string) string  { return s.tag(uid) + ":urepl:" + uid }
+
+// OnlineKey is shard's schedule of the users with sessions, scored by
+// when Sweep must look at each (ms): the janitor's due key for Sweep.
+func (s *Sessions) OnlineKey(shard int) string { return s.b.Tag(shard) + ":online" }
 
 // replacedKeep is how long a replaced session's tombstone is kept: three
 // lease TTLs. Its instance finds the lease gone at its first renewal
@@ -538,7 +541,7 @@ func (s *Sessions) lapsedStatuses(ctx context.Context, out []players.Status, abs
 	calls := make([]redisx.Call, 0, len(byShard))
 	of := make([][]int, 0, len(byShard))
 	for sh, is := range byShard {
-		c := statusesLapsedCall{key: s.onlineKey(sh)}
+		c := statusesLapsedCall{key: s.OnlineKey(sh)}
 		for _, i := range is {
 			c.users = append(c.users, out[i].UserID)
 		}
@@ -593,7 +596,7 @@ func (s *Sessions) OnlineUsers(ctx context.Context) (int64, error) {
 	p := s.b.Client.Pipeline()
 	cmds := make([]*redis.IntCmd, s.b.Shards)
 	for sh := range s.b.Shards {
-		cmds[sh] = p.ZCard(ctx, s.onlineKey(sh))
+		cmds[sh] = p.ZCard(ctx, s.OnlineKey(sh))
 	}
 	if _, err := p.Exec(ctx); err != nil {
 		return 0, redisx.Wrap(err)
@@ -634,7 +637,7 @@ const SweepBatch = 64
 func (s *Sessions) Sweep(ctx context.Context, shard int, until time.Time) (int, error) {
 	n := 0
 	for {
-		due, err := s.b.Client.ZRangeByScore(ctx, s.onlineKey(shard), &redis.ZRangeBy{
+		due, err := s.b.Client.ZRangeByScore(ctx, s.OnlineKey(shard), &redis.ZRangeBy{
 			Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: SweepBatch}).Result()
 		if err != nil || len(due) == 0 {
 			return n, redisx.Wrap(err)
