@@ -70,14 +70,15 @@ func (s *Store) newJanitor() *janitor.Janitor {
 // disconnected), rooms whose lifecycle check is due (closed when idle,
 // finished or too old; idle logs dropped), the holdings those and other
 // room scripts left stale (store/holdings, unheld.go), and a bounded slice of the
-// repair walk. Each tick first re-asserts the layout record (guardLayout:
+// repair walk. Each tick, beside its visits, re-asserts the layout record (guardLayout:
 // restored after Redis lost its data; a disagreeing one makes Ready fail),
 // has the masters' maxmemory-policy read (guardEviction, beside the tick:
 // an evicting one is logged and reported to GuardMetrics) and rereads the stripe configurations recorded by every instance
 // (RefreshStripes). instance names the lease holder. Every action is reported
-// to Config.JanitorActions. It returns once ctx ended and the policy check
-// it started has ended too (within guardEvictionTimeout or a reply
-// timeout), so the store may be closed then.
+// to Config.JanitorActions. It returns once ctx ended and the visits, the
+// ticks and the policy checks they started have ended too (each within
+// its calls' deadlines, a policy check within guardEvictionTimeout), so
+// the store may be closed then.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	s.janitor.Run(ctx, instance, interval, log)
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Sweep pops a batch of shard's unheld list (the janitor calls it on each
-// visit) and corrects the holdings of the users it names.
+// visit that finds the list not empty, or after a task of the visit did
+// something) and corrects the holdings of the users it names.
 //
 // A room script that removes a player otherwise than by a leave (a kick, a
 // ban, the janitor's removal after a disconnect) or closes a room (owner or

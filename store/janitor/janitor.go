@@ -42,8 +42,9 @@ type Task struct {
 	// returns an error, which ends the visit.
 	Run func(ctx context.Context, shard int, lease time.Duration, rep Report) error
 	// Due, when set, is the shard's key that holds Run's work, in the
-	// lease's slot: a sorted set scored by when each member is due (ms,
-	// by this instance's clock, as Run reads it), or with List a list
+	// lease's slot: a sorted set scored by when each member is due (ms;
+	// due when its score is at most this instance's clock, as Run reads
+	// it), or with List a list
 	// (work when not empty). A visit runs Run only when the key held
 	// work as it took the lease (the lease's script looks: an idle
 	// shard's visit is one call, batched with the other shards') or an
@@ -62,13 +63,15 @@ type Config struct {
 	// that a visit may write out of memory (its presence schedule: see
 	// lua/janitor_lease.lua).
 	Lease, Schedule func(shard int) string
-	// Tick runs before each round's visits (checks of Redis itself,
-	// configuration rereads); checks it starts beside the round are
-	// added to the group the janitor waits for when it ends. nil: none.
+	// Tick runs beside each round's visits (checks of Redis itself,
+	// configuration rereads), one at a time; checks it starts beside it
+	// are added to the group the janitor waits for when it ends. nil:
+	// none.
 	Tick func(ctx context.Context, checks *sync.WaitGroup, log *slog.Logger)
 	// Tasks run in order on every shard visited.
 	Tasks []Task
-	// Actions, when set, is told what each visit did (kind, count).
+	// Actions, when set, is told what each visit did (kind, count), by
+	// visits of several shards at once: it must be safe for concurrent use.
 	Actions func(kind string, n int)
 }
 
@@ -79,36 +82,50 @@ type Janitor struct{ cfg Config }
 func New(cfg Config) *Janitor { return &Janitor{cfg: cfg} }
 
 // Run visits, every interval until ctx ends, each shard whose lease
-// instance wins for interval, after cfg.Tick; failures are logged. The
-// shards are visited at once, each on a goroutine of its own, so that
-// their calls bound for one node share its round trips, and a visit that
-// waits (its master hung, or failing over: each call's own deadline
-// bounds it) holds up no other shard's: a shard whose last visit has not
-// ended is passed over until it has. It returns once ctx ended and the
-// visits and the checks Tick started have ended too.
+// instance wins for interval; failures are logged. The shards are visited
+// at once, so that their lease scripts bound for one node share its round
+// trips, and their tasks run at most visitsPerNode at a time on one node:
+// a visit that waits (its master hung or failing over, each call bounded
+// by its own deadline) holds up no other node's, nor another shard's
+// beyond one of its node's places, and a shard whose last visit has not
+// ended is passed over until it has. cfg.Tick runs beside the visits, one
+// at a time (a tick that has not ended is not started again). It returns
+// once ctx ended and the visits, the ticks and the checks they started
+// have ended too.
 func (j *Janitor) Run(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var checks, visits sync.WaitGroup
 	defer checks.Wait()
-	defer visits.Wait()
-	busy := make([]atomic.Bool, j.cfg.Base.Shards)
+	defer visits.Wait() // first: a tick may still add checks
+	var ticking atomic.Bool
+	busy := make([]atomic.Bool, j.cfg.Base.Shards) // a visit of the shard runs
+	places := map[string]chan struct{}{}           // by node (Base.MasterAddr)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if j.cfg.Tick != nil {
-			j.cfg.Tick(ctx, &checks, log)
+		if j.cfg.Tick != nil && ticking.CompareAndSwap(false, true) {
+			visits.Go(func() {
+				defer ticking.Store(false)
+				j.cfg.Tick(ctx, &checks, log)
+			})
 		}
 		for shard := range busy {
 			if !busy[shard].CompareAndSwap(false, true) {
 				continue
 			}
+			addr := j.cfg.Base.MasterAddr(ctx, j.cfg.Lease(shard))
+			node := places[addr]
+			if node == nil {
+				node = make(chan struct{}, visitsPerNode)
+				places[addr] = node
+			}
 			visits.Go(func() {
 				defer busy[shard].Store(false)
-				rep, err := j.Visit(ctx, shard, instance, interval)
+				rep, err := j.visit(ctx, shard, instance, interval, node)
 				if err != nil && ctx.Err() == nil {
 					log.Warn("janitor", "shard", shard, "err", err)
 				}
@@ -122,12 +139,27 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 	}
 }
 
+// visitsPerNode bounds the visits whose tasks run at once on one Redis
+// node (a Cluster master, or the one server; "" when the layout could
+// not be read): the calls the batcher does not send together (a repair
+// page, a sweep's reads) each hold one of the connections the store's
+// requests take too (go-redis' pool: 10 a core by default, on a Cluster
+// per node).
+const visitsPerNode = 4
+
 // Visit runs the tasks on shard if instance wins its lease for lease, and
 // reports what they did (also when one stops at an error): those with a
 // Due key only when it held work. A lease held by anyone is no error:
 // nothing is done. Safe for concurrent use, on different shards (a
 // task's own state is its concern).
 func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
+	return j.visit(ctx, shard, instance, lease, nil)
+}
+
+// visit is Visit whose tasks, with places, wait for one of them once the
+// lease is taken (the lease's script batched with the other shards'),
+// and give it back.
+func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease time.Duration, places chan struct{}) (Report, error) {
 	rep := Report{}
 	// a script (not SET NX), so that a full Redis lets the visit that
 	// gives memory back take its lease (lua/janitor_lease.lua)
@@ -145,6 +177,14 @@ func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease t
 	}
 	if len(res) != 1+len(call.due) {
 		return rep, fmt.Errorf("janitor: the lease's reply %v, want %d flags after the lease's", res, len(call.due))
+	}
+	if places != nil {
+		select {
+		case places <- struct{}{}:
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		}
+		defer func() { <-places }()
 	}
 	work := res[1:]
 	for _, task := range j.cfg.Tasks {

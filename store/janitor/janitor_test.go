@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,13 +54,18 @@ func (r *recorded) seen() []string {
 // leases under a prefix of the test's own, the client it runs on, and
 // its lease key.
 func newJanitor(t *testing.T, b redistest.Backend, tasks ...janitor.Task) (*janitor.Janitor, redis.UniversalClient, func(int) string) {
+	return newJanitorOf(t, b, 4, tasks...)
+}
+
+// newJanitorOf is newJanitor of shards shards.
+func newJanitorOf(t *testing.T, b redistest.Backend, shards int, tasks ...janitor.Task) (*janitor.Janitor, redis.UniversalClient, func(int) string) {
 	t.Helper()
 	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: 4, PubCmd: c.PubCmd}
+	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: shards, PubCmd: c.PubCmd}
 	lease := func(shard int) string { return base.Tag(shard) + ":jtest" }
 	j := janitor.New(janitor.Config{Base: base, Lease: lease, Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }, Tasks: tasks})
 	return j, c.Client, lease
@@ -207,22 +213,10 @@ func TestVisitRunsATaskWithWork(t *testing.T) {
 func TestRunVisitsTheOtherShardsWhileOneWaits(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	var r recorded
-	release, entered := make(chan struct{}), make(chan struct{}, 10)
-	hang := janitor.Task{Run: func(_ context.Context, shard int, _ time.Duration, _ janitor.Report) error {
-		if shard == 0 {
-			entered <- struct{}{}
-			<-release
-		}
-		return nil
-	}}
-	j, _, _ := newJanitor(t, b, hang, r.task("a", "a", nil))
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		j.Run(ctx, "i1", 20*time.Millisecond, slog.New(slog.DiscardHandler))
-	}()
-	<-entered
+	hang := newHang(func(shard int) bool { return shard == 0 })
+	j, _, _ := newJanitor(t, b, hang.task(), r.task("a", "", nil))
+	runJanitor(t, j)
+	hang.awaitEntered(t, 1)
 	count := func(call string) (n int) {
 		for _, c := range r.seen() {
 			if c == call {
@@ -236,15 +230,146 @@ func TestRunVisitsTheOtherShardsWhileOneWaits(t *testing.T) {
 			t.Fatalf("shard 0's visit waits: the others' calls %q, want 5 visits of shards 1 to 3", r.seen())
 		}
 	}
-	if n := count("a 0"); n != 0 || len(entered) != 0 {
-		t.Fatalf("shard 0 visited again while its visit waited: %d calls, %d more entered", n, len(entered))
+	if n := count("a 0"); n != 0 || hang.entered() != 1 {
+		t.Fatalf("shard 0 visited again while its visit waited: %d calls, %d visits entered", n, hang.entered())
 	}
-	close(release)
+	hang.release()
 	for deadline := time.Now().Add(20 * time.Second); count("a 0") == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("shard 0's visit ended, but the shard was not visited again")
 		}
 	}
-	cancel()
-	<-ran
+}
+
+// On a Cluster, the visits of one master's shards that wait take at most
+// visitsPerNode (4) of its places, and hold up no other master's shards.
+func TestRunVisitsTheOtherNodesWhileOneWaits(t *testing.T) {
+	b := redistest.Backends(t)[1]
+	if b.Name != "cluster" {
+		t.Fatalf("backend %s, want the cluster", b.Name)
+	}
+	const shards = 30
+	var lease func(int) string
+	var client redis.UniversalClient
+	master := func(shard int) string {
+		n, err := client.(*redis.ClusterClient).MasterForKey(t.Context(), lease(shard))
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		return n.Options().Addr
+	}
+	var hung string // shard 0's master: its shards' visits wait
+	hang := newHang(func(shard int) bool { return master(shard) == hung })
+	var mu sync.Mutex
+	visits := map[int]int{}
+	counted := janitor.Task{Run: func(_ context.Context, shard int, _ time.Duration, _ janitor.Report) error {
+		mu.Lock()
+		defer mu.Unlock()
+		visits[shard]++
+		return nil
+	}}
+	var j *janitor.Janitor
+	j, client, lease = newJanitorOf(t, b, shards, hang.task(), counted)
+	hung = master(0)
+	var others, onHung []int
+	for shard := range shards {
+		if master(shard) == hung {
+			onHung = append(onHung, shard)
+		} else {
+			others = append(others, shard)
+		}
+	}
+	if len(onHung) <= 4 || len(others) == 0 {
+		t.Fatalf("shards on %s: %v, others %v: want more than 4 there and some elsewhere", hung, onHung, others)
+	}
+	runJanitor(t, j)
+	hang.awaitEntered(t, 4)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		least := visits[others[0]]
+		for _, sh := range others {
+			least = min(least, visits[sh])
+		}
+		mu.Unlock()
+		if least >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other masters' shards %v: least visits %d, want 3 while %s's wait", others, least, hung)
+		}
+	}
+	if n := hang.entered(); n != 4 {
+		t.Fatalf("%d visits of %s's shards in flight, want 4 (visitsPerNode)", n, hung)
+	}
+	hang.release()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		done := true
+		for _, sh := range onHung {
+			done = done && visits[sh] > 0
+		}
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's shards %v released, not all visited: %v", hung, onHung, visits)
+		}
+	}
+}
+
+// hang is a task whose visits of the shards it picks wait until released
+// (or their context ends), counting the visits that entered.
+type hang struct {
+	pick    func(int) bool
+	in      atomic.Int64
+	stop    chan struct{}
+	release func()
+}
+
+func newHang(pick func(int) bool) *hang {
+	h := &hang{pick: pick, stop: make(chan struct{})}
+	h.release = sync.OnceFunc(func() { close(h.stop) })
+	return h
+}
+
+func (h *hang) task() janitor.Task {
+	return janitor.Task{Run: func(ctx context.Context, shard int, _ time.Duration, _ janitor.Report) error {
+		if h.pick(shard) {
+			h.in.Add(1)
+			select {
+			case <-h.stop:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}}
+}
+
+func (h *hang) entered() int { return int(h.in.Load()) }
+
+// awaitEntered waits up to 20 s for n visits to have entered.
+func (h *hang) awaitEntered(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); h.entered() < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d visits entered the waiting task, want %d", h.entered(), n)
+		}
+	}
+}
+
+// runJanitor runs j every 20 ms until the test ends, then waits for Run
+// to return.
+func runJanitor(t *testing.T, j *janitor.Janitor) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		j.Run(ctx, "i1", 20*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-ran
+	})
 }

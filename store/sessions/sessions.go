@@ -629,7 +629,8 @@ const SweepBatch = 64
 // whose leases lapsed: their instance died), the janitor's
 // session_lapsed, counted when found; a drop at a deadline is not
 // counted. The
-// shard's janitor calls it on every visit, so a dead instance's sessions
+// shard's janitor calls it on every visit that finds a user due in
+// OnlineKey (its lease's script looks), so a dead instance's sessions
 // lapse within the TTL and one visit, however many they are; until
 // bounds a visit (the janitor's lease), the rest waits for the next.
 // Sweeps may race (on several instances): each user's change is made,
