@@ -1,8 +1,9 @@
 // Package janitor runs the store's upkeep on a schedule: every interval,
 // each instance visits each shard whose janitor lease it wins (one instance
-// per shard per interval), and a visit runs the store's tasks on the shard
-// in order (the root store's: lapsed presences, room lifecycles, sessions,
-// holdings, the repair walk), each reporting what it did. The leases of an
+// per shard per interval), the shards at once, and a visit runs the
+// store's tasks on the shard in order (the root store's: lapsed presences,
+// room lifecycles, sessions, holdings, the repair walk; those with a
+// schedule only when it holds work), each reporting what it did. The leases of an
 // instance that stopped or lapsed are released (Release) so that a live
 // instance takes its shards at once. What a task does is its own package's
 // concern; the janitor owns the schedule, the leases and the report.
@@ -44,13 +45,12 @@ type Task struct {
 	// Due, when set, is the shard's key that holds Run's work, in the
 	// lease's slot: a sorted set scored by when each member is due (ms;
 	// due when its score is at most this instance's clock, as Run reads
-	// it), or with List a list
-	// (work when not empty). A visit runs Run only when the key held
-	// work as it took the lease (the lease's script looks: an idle
-	// shard's visit is one call, batched with the other shards') or an
-	// earlier task of the visit did something (reported it: that may
-	// have given Run work); what falls due otherwise waits for the next
-	// visit. Unset: Run runs on every visit.
+	// it), or with List a list (work when not empty). A visit runs Run
+	// only when the key held work as it took the lease (the lease's
+	// script looks: an idle shard's visit is one call, batched with the
+	// other shards') or an earlier task of the visit did something
+	// (reported it: that may have given Run work); what falls due
+	// otherwise waits for the next visit. Unset: Run runs on every visit.
 	Due  func(shard int) string
 	List bool
 }
