@@ -19,11 +19,11 @@ while moved < most and bytes < maxBytes do
   for i = 1, #due, 2 do
     local m = due[i]
     local d = cjson.decode(m)
+    local fields = {'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', d.n}
     if d.r then -- a replay's retry stays one
-      redis.call('XADD', KEYS[2], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', d.n, 'r', d.r)
-    else
-      redis.call('XADD', KEYS[2], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', d.n)
+      fields[#fields + 1], fields[#fields + 2] = 'r', d.r
     end
+    redis.call('XADD', KEYS[2], '*', unpack(fields))
     redis.call('ZREM', KEYS[1], m)
     if walked(due[i + 1], m) then redis.call('HINCRBY', KEYS[3], 'r:' .. d.e, -1) end
     bytes = bytes + #m
