@@ -37,6 +37,14 @@ func (s *Store) ListAllDue() {
 	s.mu.Unlock()
 }
 
+// ListAllDone has Modes take every shard's list as read just now: its
+// next reads are of the shards found with a mode (listAllIdle not past).
+func (s *Store) ListAllDone() {
+	s.mu.Lock()
+	s.listedAll = time.Now()
+	s.mu.Unlock()
+}
+
 // ModeShard is the shard of mode's keys.
 func (s *Store) ModeShard(mode string) int { return s.modeShard(mode) }
 

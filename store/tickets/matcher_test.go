@@ -417,11 +417,24 @@ func TestCreateListsItsMode(t *testing.T) {
 			t.Fatalf("modes of duel's shard and shard 0: %v %v, want duel and %s", modes, err, old[1])
 		}
 		// every shard's all the same once a minute (a mode taken out of
-		// REALSYNC_MODES with tickets left), then narrowed again
+		// REALSYNC_MODES with tickets left), and the shard found with a
+		// mode at every read until one finds it without, then narrowed
+		// again
 		e.tickets.ListAllDue()
-		for i, want := range [][]string{{"duel", old[1], other}, {"duel", old[1]}} {
+		for i, want := range [][]string{{"duel", old[1], other}, {"duel", old[1], other}} {
 			if modes, err := e.tickets.Modes(ctx); err != nil || !slices.Equal(modes, want) {
 				t.Fatalf("read %d once a minute was due: %v %v, want %v", i+1, modes, err, want)
+			}
+		}
+		if err := c.ZRem(ctx, e.tickets.ModesKey(other), other).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if modes, err := e.tickets.Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1]}) {
+				t.Fatalf("read %d after %s left its list: %v %v, want duel and %s", i+1, other, modes, err, old[1])
+			}
+			if err := c.ZAdd(ctx, e.tickets.ModesKey(other), redis.Z{Score: float64(future.UnixMilli()), Member: other}).Err(); err != nil {
+				t.Fatal(err)
 			}
 		}
 		if modes, err := e.tickets.WithModes(nil).Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1], other}) {
@@ -497,6 +510,7 @@ func TestModeListedWhileItHasTickets(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		e.tickets.ListAllDue() // listed as by another instance: read at the next tick
 		takeLease(t, e, "duel", "a", "b")
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
 			RepairAfter: time.Millisecond})
@@ -1665,5 +1679,104 @@ func TestBusyModeIsPassedAgainAtOnce(t *testing.T) {
 			}
 			return true
 		})
+	})
+}
+
+// An instance with nothing queued reads the lists of the shards without a
+// mode once a second (listAllIdle), not at each of its matcher's ticks (4
+// a second: at 1 296 shards, half an idle instance's upkeep). In between,
+// Modes reads the lists of the shards whose last read found a mode, or on
+// which this Store's Add listed one (also when a read that began before
+// the Add found the list empty); a mode listed by another instance on a
+// shard without one is listed at the next read of every shard's.
+func TestModesReadIdleShardsOnceASecond(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, mustRules(t, "modes:\n  duel: {}\n"))
+		c, future := e.rooms.Client(), float64(time.Now().Add(time.Hour).UnixMilli())
+		duel := e.tickets.ModeShard("duel")
+		other := ""
+		for i := 0; other == ""; i++ {
+			if m := fmt.Sprintf("m%d", i); e.tickets.ModeShard(m) != duel {
+				other = m
+			}
+		}
+		var mu sync.Mutex
+		var read []string // the keys of the lists read
+		var then func()   // called once after the next read of duel's list
+		c.AddHook(redistest.Around(func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+			err := send()
+			mu.Lock()
+			var f func()
+			for _, cmd := range cmds {
+				if a := cmd.Args(); strings.EqualFold(fmt.Sprint(a[0]), "zrange") && strings.HasSuffix(fmt.Sprint(a[1]), ":mm:modes") {
+					read = append(read, fmt.Sprint(a[1]))
+					if a[1] == e.tickets.ModesKey("duel") {
+						f, then = then, nil
+					}
+				}
+			}
+			mu.Unlock()
+			if f != nil {
+				f()
+			}
+			return err
+		}))
+		modes := func(step string, want []string, lists ...string) {
+			t.Helper()
+			mu.Lock()
+			read = nil
+			mu.Unlock()
+			if len(lists) < shards {
+				e.tickets.ListAllDone() // however slow the test's steps
+			}
+			got, err := e.tickets.Modes(ctx)
+			mu.Lock()
+			r := slices.Sorted(slices.Values(read))
+			mu.Unlock()
+			if slices.Sort(lists); err != nil || !slices.Equal(got, want) || !slices.Equal(r, lists) {
+				t.Fatalf("%s: modes %v %v reading %v, want %v reading %v", step, got, err, r, want, lists)
+			}
+		}
+		every := make([]string, shards)
+		for sh := range every {
+			every[sh] = e.tickets.ShardModesKey(sh)
+		}
+		add := func(uid string) {
+			t.Helper()
+			tk := matchmaking.Ticket{ID: e.tickets.NewID("duel", ""), Mode: "duel", Regions: []string{"eu"}, Rating: 1500,
+				Attributes: map[string]any{}, UserID: uid}
+			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: 1500, Size: 1, Regions: tk.Regions, Users: []string{uid}},
+				time.Minute, 0, 100); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		modes("the first read", []string{}, every...)
+		modes("nothing listed", []string{})
+		if err := c.ZAdd(ctx, e.tickets.ModesKey(other), redis.Z{Score: future, Member: other}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		modes("another instance listed "+other, []string{})
+		add("u1")
+		modes("this Store listed duel", []string{"duel"}, e.tickets.ModesKey("duel"))
+		e.tickets.ListAllDue()
+		modes("every shard's, due", []string{"duel", other}, every...)
+		modes("the shards found with a mode", []string{"duel", other}, e.tickets.ModesKey("duel"), e.tickets.ModesKey(other))
+
+		// duel's list found empty by a read the Add came in the middle of
+		if err := c.Del(ctx, e.tickets.ModesKey("duel")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		then = func() { add("u2") }
+		mu.Unlock()
+		modes("duel's list read before the Add", []string{other}, e.tickets.ModesKey("duel"), e.tickets.ModesKey(other))
+		modes("duel's after it", []string{"duel", other}, e.tickets.ModesKey("duel"), e.tickets.ModesKey(other))
+		if err := c.Del(ctx, e.tickets.ModesKey("duel")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		modes("duel's found empty", []string{other}, e.tickets.ModesKey("duel"), e.tickets.ModesKey(other))
+		modes("duel's no longer read", []string{other}, e.tickets.ModesKey(other))
 	})
 }

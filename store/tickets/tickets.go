@@ -99,10 +99,15 @@ type Store struct {
 	// mode's matches, users' match_found) came back short of their
 	// replicas since the last one acknowledged, since when (Durability)
 	short map[string]shortMaster
-	// listed is the shards whose lists Modes reads (WithModes); nil:
-	// every shard's. listedAll is when Modes last read every shard's
-	// (listAllEvery); both under mu.
+	// listed is the shards whose lists Modes reads at every call
+	// (WithModes), live[sh] nonzero those whose list was last read with a
+	// mode in it, or to which Add listed one since (the seq of the
+	// marking: a read that began before it does not unmark it); listedAll
+	// is when Modes last read every shard's (listAllEvery, listAllIdle);
+	// all under mu.
 	listed    []int
+	live      []uint64
+	seq       uint64
 	listedAll time.Time
 }
 
@@ -178,20 +183,20 @@ const commitLook = 10 * time.Millisecond
 // on b.
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
 	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability,
-		waiting: semaphore.NewWeighted(commitWaits), short: map[string]shortMaster{}}
+		waiting: semaphore.NewWeighted(commitWaits), short: map[string]shortMaster{}, live: make([]uint64, b.Shards)}
 }
 
-// WithModes has Modes read the lists of the shards of modes only (and
-// shard 0's, the one list of older releases), for a deployment whose
-// tickets may be of those modes only (REALSYNC_MODES): a tick of each
-// instance's matcher reads one list per shard, 4 times a second. Every
-// shard's is read all the same once a minute (listAllEvery). None: every
-// shard's, always.
+// WithModes has Modes read the lists of the shards of modes (and shard
+// 0's, the one list of older releases) at every call, for a deployment
+// whose tickets may be of those modes only (REALSYNC_MODES), and every
+// shard's once a minute (listAllEvery) instead of once a second
+// (listAllIdle). None: every shard's at the next call.
 func (s *Store) WithModes(modes []string) *Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.listed, s.listedAll = nil, time.Now()
+	s.listed, s.listedAll = nil, time.Time{}
 	if len(modes) > 0 {
+		s.listedAll = time.Now()
 		s.listed = []int{0}
 		for _, m := range modes {
 			s.listed = append(s.listed, s.modeShard(m))
@@ -346,6 +351,7 @@ func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.Gro
 	case "EXISTS":
 		return t, matchmaking.ErrTicketExists
 	}
+	s.mark(s.modeShard(t.Mode))
 	t.Status = matchmaking.Searching
 	t.CreatedAt, t.ExpiresAt = ms(rest[0]), ms(rest[1])
 	return t, nil
@@ -686,9 +692,14 @@ func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
 	return err
 }
 
-// Modes implements matchmaking.Queue: every shard's list (WithModes: of
-// those modes' shards, and every shard's once a minute), each read on its
-// own, modesReads at once. A shard whose list could not be read (its
+// Modes implements matchmaking.Queue: every shard's list once a second
+// (listAllIdle), and in between the lists of the shards whose last read
+// listed a mode or to which this Store's Add listed one since (WithModes:
+// those and the lists of its modes' shards; every shard's once a
+// minute), each read on its own, modesReads at once. A mode that another
+// instance's Add listed on a shard with none is thus listed here within a
+// second; by the instance that queued its ticket (whose matcher takes its
+// lease), at once. A shard whose list could not be read (its
 // master down, hanging or cut off: its read ends with ctx) leaves its
 // modes out, with an error that says so; the others' are listed (nil
 // when none could be read). One pipeline would not do: go-redis fails the
@@ -697,7 +708,10 @@ func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
 // instances from before the lists were per shard (every mode's), read as
 // shard 0's: a rolling upgrade loses none of the modes it lists.
 func (s *Store) Modes(ctx context.Context) ([]string, error) {
-	shards := s.shardsToList()
+	shards, began := s.shardsToList()
+	if len(shards) == 0 {
+		return []string{}, nil
+	}
 	lists := make([][]string, len(shards))
 	errs := make([]error, len(shards))
 	sem := make(chan struct{}, modesReads)
@@ -710,6 +724,7 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 		})
 	}
 	wg.Wait()
+	s.lived(shards, lists, errs, began)
 	out := []string{}
 	var unread []int
 	var first error
@@ -750,25 +765,67 @@ func (s *Store) modesOf(ctx context.Context, sh int) ([]string, error) {
 // modesReads is how many shards' lists Modes reads at once.
 const modesReads = 16
 
-// listAllEvery is how often Modes reads every shard's list even when
-// WithModes narrowed them: a mode taken out of REALSYNC_MODES while it
-// had tickets or pending matches, on a shard no mode listed has, is still
-// passed (its tickets ended, its matches repaired), at least that often.
+// listAllEvery is how often Modes reads every shard's list when WithModes
+// narrowed them: a mode taken out of REALSYNC_MODES while it had tickets
+// or pending matches, on a shard no mode listed has, is still passed (its
+// tickets ended, its matches repaired), at least that often.
 const listAllEvery = time.Minute
 
-// shardsToList is the shards whose lists Modes reads now.
-func (s *Store) shardsToList() []int {
+// listAllIdle is how often Modes reads every shard's list otherwise: the
+// lists of the shards with no mode are read that often, not at every
+// tick of every instance's matcher (4 a second: at 1 296 shards, 5 184
+// reads a second an instance with nothing queued).
+const listAllIdle = time.Second
+
+// shardsToList is the shards whose lists Modes reads now, sorted, and the
+// seq they are read from (lived).
+func (s *Store) shardsToList() (shards []int, began uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.listed != nil && time.Since(s.listedAll) < listAllEvery {
-		return s.listed
+	every := listAllIdle
+	if s.listed != nil {
+		every = listAllEvery
+	}
+	if time.Since(s.listedAll) < every {
+		for sh, at := range s.live {
+			if at != 0 || slices.Contains(s.listed, sh) {
+				shards = append(shards, sh)
+			}
+		}
+		return shards, s.seq
 	}
 	s.listedAll = time.Now()
-	all := make([]int, s.b.Shards)
-	for sh := range all {
-		all[sh] = sh
+	shards = make([]int, s.b.Shards)
+	for sh := range shards {
+		shards[sh] = sh
 	}
-	return all
+	return shards, s.seq
+}
+
+// mark has Modes read shard sh's list at every call until a read finds it
+// without a mode: Add listed one there.
+func (s *Store) mark(sh int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.live[sh] = s.seq
+}
+
+// lived records what Modes read from shards (from seq began): a list with
+// a mode marks its shard, an empty one unmarks it unless it was marked
+// since the read began; an unread one stays as it was.
+func (s *Store) lived(shards []int, lists [][]string, errs []error, began uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, sh := range shards {
+		switch {
+		case errs[i] != nil:
+		case len(lists[i]) > 0:
+			s.live[sh] = max(s.live[sh], began, 1)
+		case s.live[sh] <= began:
+			s.live[sh] = 0
+		}
+	}
 }
 
 // Forget implements matchmaking.Queue with one script on the mode's
