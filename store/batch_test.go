@@ -602,9 +602,11 @@ func TestBatchReads(t *testing.T) {
 						var scored *redis.ZSliceCmd
 						var lex, fields *redis.StringSliceCmd
 						var all *redis.MapStringStringCmd
+						var zscan, hscan *redis.ScanCmd
 						_, errs[i] = s.Client().Pipelined(ctx, func(pl redis.Pipeliner) error {
 							scored = pl.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: zset, ByScore: true, Start: i, Stop: "+inf", Count: 2})
 							lex = pl.ZRangeArgs(ctx, redis.ZRangeArgs{Key: zset, Start: i, Stop: i})
+							zscan, hscan = pl.ZScan(ctx, zset, 0, "m"+strconv.Itoa(i), 10), pl.HScan(ctx, hash(i), 0, "", 10)
 							fields = hmget(ctx, pl, hash(i))
 							if i == 3 {
 								all = pl.HGetAll(ctx, zset) // WRONGTYPE, this caller's alone
@@ -613,7 +615,10 @@ func TestBatchReads(t *testing.T) {
 							}
 							return nil
 						})
-						got[i] = fmt.Sprint(scored.Val(), lex.Val(), fields.Val(), all.Val())
+						zpage, zcursor := zscan.Val()
+						hpage, hcursor := hscan.Val()
+						slices.Sort(hpage)
+						got[i] = fmt.Sprint(scored.Val(), lex.Val(), fields.Val(), all.Val(), zpage, zcursor, hpage, hcursor)
 					})
 				}
 				wg.Wait()
@@ -622,9 +627,10 @@ func TestBatchReads(t *testing.T) {
 					if i < 3 {
 						scored += fmt.Sprintf(" {%d m%d}", i+1, i+1)
 					}
-					want := fmt.Sprintf("[%s] [m%d] [a%d  b%d] map[a:a%d b:b%d]", scored, i, i, i, i, i)
+					scans := fmt.Sprintf("[m%d %d] 0 [a a%d b b%d] 0", i, i, i, i)
+					want := fmt.Sprintf("[%s] [m%d] [a%d  b%d] map[a:a%d b:b%d] %s", scored, i, i, i, i, i, scans)
 					if i == 3 {
-						want = fmt.Sprintf("[%s] [m%d] [a%d  b%d] map[]", scored, i, i, i)
+						want = fmt.Sprintf("[%s] [m%d] [a%d  b%d] map[] %s", scored, i, i, i, scans)
 						if errs[i] == nil || !strings.HasPrefix(errs[i].Error(), "WRONGTYPE") {
 							t.Errorf("caller 3: error %v, want WRONGTYPE", errs[i])
 						}

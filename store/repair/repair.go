@@ -194,9 +194,11 @@ func (s *Walks) Step(ctx context.Context, shard int, rep janitor.Report) error {
 }
 
 func (s *Walks) repairRooms(ctx context.Context, shard int, cursor uint64, rep janitor.Report) (uint64, error) {
-	page, next, err := s.cfg.Base.Client.ZScan(ctx, s.cfg.Keys.RoomsDue(shard), cursor, "", repairBudget).Result()
+	page, next, err := s.page(ctx, func(p redis.Pipeliner) *redis.ScanCmd {
+		return p.ZScan(ctx, s.cfg.Keys.RoomsDue(shard), cursor, "", repairBudget)
+	})
 	if err != nil {
-		return 0, redisx.Wrap(err)
+		return 0, err
 	}
 	for i := 0; i < len(page); i += 2 {
 		id := page[i]
@@ -220,9 +222,11 @@ func (s *Walks) repairRooms(ctx context.Context, shard int, cursor uint64, rep j
 }
 
 func (s *Walks) repairUsers(ctx context.Context, shard int, cursor uint64, rep janitor.Report) (uint64, error) {
-	page, next, err := s.cfg.Base.Client.HScan(ctx, s.cfg.Keys.UserIndex(shard), cursor, "", repairBudget).Result()
+	page, next, err := s.page(ctx, func(p redis.Pipeliner) *redis.ScanCmd {
+		return p.HScan(ctx, s.cfg.Keys.UserIndex(shard), cursor, "", repairBudget)
+	})
 	if err != nil {
-		return 0, redisx.Wrap(err)
+		return 0, err
 	}
 	call := userRepairCall{index: s.cfg.Keys.UserIndex(shard), schedule: s.cfg.Keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
@@ -246,9 +250,9 @@ func (s *Walks) repairUsers(ctx context.Context, shard int, cursor uint64, rep j
 // "cd" of their rooms) or create keys ("ck"), against the rooms; what it
 // drops counts as kind.
 func (s *Walks) repairCodes(ctx context.Context, shard int, hash, field, kind string, cursor uint64, rep janitor.Report) (uint64, error) {
-	page, next, err := s.cfg.Base.Client.HScan(ctx, hash, cursor, "", repairBudget).Result()
+	page, next, err := s.page(ctx, func(p redis.Pipeliner) *redis.ScanCmd { return p.HScan(ctx, hash, cursor, "", repairBudget) })
 	if err != nil || len(page) == 0 {
-		return next, redisx.Wrap(err)
+		return next, err
 	}
 	call := codeRepairCall{codes: hash, field: field, schedule: s.cfg.Keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
@@ -277,9 +281,9 @@ func (s *Walks) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 		return 0, nil
 	}
 	k := w.keys[w.key]
-	page, next, err := s.cfg.Base.Client.ZScan(ctx, k.Key, w.cursor, "", repairBudget).Result()
+	page, next, err := s.page(ctx, func(p redis.Pipeliner) *redis.ScanCmd { return p.ZScan(ctx, k.Key, w.cursor, "", repairBudget) })
 	if err != nil {
-		return 0, redisx.Wrap(err)
+		return 0, err
 	}
 	if next == 0 {
 		w.key++
@@ -298,6 +302,22 @@ func (s *Walks) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	rep.Add("repair_index", int(n[0]))
 	rep.Add("repair_schedule", int(n[1]))
 	return next, nil
+}
+
+// page reads one SCAN-family page as a pipeline of its own, which the
+// batcher's read lane sends with the pages of the other shards' visits
+// bound for the same node (alone, each was a round trip a shard and
+// visit: most of an idle instance's upkeep at a thousand shards).
+func (s *Walks) page(ctx context.Context, scan func(p redis.Pipeliner) *redis.ScanCmd) ([]string, uint64, error) {
+	var cmd *redis.ScanCmd
+	if _, err := s.cfg.Base.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = scan(p)
+		return nil
+	}); err != nil {
+		return nil, 0, redisx.Wrap(err)
+	}
+	page, next := cmd.Val()
+	return page, next, nil
 }
 
 // indexCheck is index_repair.lua over entries of index k of shard (room
@@ -391,10 +411,14 @@ func (s *Walks) parseIndexKey(shard int, key string) (Index, bool) {
 // each mode and region the shard's stats name (a pair's keys only in its
 // stripes, every recorded configuration's).
 func (s *Walks) indexKeysOf(ctx context.Context, shard int) ([]Index, error) {
-	fields, err := s.cfg.Base.Client.HKeys(ctx, s.cfg.Keys.Stats(shard)).Result()
-	if err != nil {
+	var cmd *redis.StringSliceCmd
+	if _, err := s.cfg.Base.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = p.HKeys(ctx, s.cfg.Keys.Stats(shard)) // batched, as page
+		return nil
+	}); err != nil {
 		return nil, redisx.Wrap(err)
 	}
+	fields := cmd.Val()
 	modes, regions := map[string]bool{}, map[string]bool{}
 	for _, f := range fields {
 		parts := strings.Split(f, ":")
@@ -429,8 +453,20 @@ func (s *Walks) indexKeysOf(ctx context.Context, shard int) ([]Index, error) {
 // repairStats recounts the shard's stats from its rooms and corrects the
 // fields that differ, in one optimistic transaction: any change to the
 // stats or to the set of rooms meanwhile aborts it (tried again next pass).
+// A shard with no room and no stats has nothing to recount: one batched
+// read (as page) says so, not the transaction's four round trips.
 func (s *Walks) repairStats(ctx context.Context, shard int, rep janitor.Report) error {
 	statsKey, dueKey := s.cfg.Keys.Stats(shard), s.cfg.Keys.RoomsDue(shard)
+	var room, stats *redis.StringSliceCmd
+	if _, err := s.cfg.Base.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		room, stats = p.ZRange(ctx, dueKey, 0, 0), p.HKeys(ctx, statsKey)
+		return nil
+	}); err != nil {
+		return redisx.Wrap(err)
+	}
+	if len(room.Val()) == 0 && len(stats.Val()) == 0 {
+		return nil
+	}
 	err := s.cfg.Base.Client.Watch(ctx, func(tx *redis.Tx) error {
 		ids, err := tx.ZRange(ctx, dueKey, 0, statsCheckMax).Result()
 		if err != nil || len(ids) > statsCheckMax {

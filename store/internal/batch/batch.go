@@ -33,7 +33,8 @@ import (
 // FCALL_RO); transactions made of script runs and the hash reads a room
 // read sends (HGETALL, HKEYS, HMGET): a script with the room read after it
 // (runThenRead), or a room read alone (readRoom, GET room); and pipelines
-// of reads alone (those and ZRANGE: a list's index ranges, then its rooms).
+// of reads alone (those, ZRANGE, ZSCAN and HSCAN: a list's index ranges,
+// then its rooms; the matchers' lists of modes; the repair walk's pages).
 // Every other command and pipeline goes to Redis as before. The reader
 // client of browsing reads (store/internal/conn/replicas.go) has a Batcher of its own, so its
 // batches go where its reads would (replicas when so configured).
@@ -474,7 +475,7 @@ const (
 // one script run; a transaction's script runs and hash reads (HGETALL,
 // HKEYS, HMGET), every key of one hash tag (a transaction over several
 // slots would fail the whole batch on a Cluster); or a pipeline of reads
-// (those and ZRANGE), of any keys. key is the first key of the first
+// (those, ZRANGE, ZSCAN and HSCAN), of any keys. key is the first key of the first
 // command (of its first script in a transaction), which names the lane.
 func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool) {
 	c = &call{cmds: cmds, done: make(chan struct{})}
@@ -513,9 +514,10 @@ func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool)
 				}
 			}
 			ok = true
-		case "hgetall", "hkeys", "hmget", "zrange":
+		case "hgetall", "hkeys", "hmget", "zrange", "zscan", "hscan":
+			hashRead := name == "hgetall" || name == "hkeys" || name == "hmget"
 			if shape == callScript || len(args) != readArity(name, len(args)) ||
-				(name == "zrange" && shape != callReads) || !sameTag(args[1]) {
+				(!hashRead && shape != callReads) || !sameTag(args[1]) {
 				return nil, "", false
 			}
 			if !replyTyped(cmd) {
@@ -543,6 +545,8 @@ func readArity(name string, n int) int {
 		return 2
 	case "hmget":
 		return max(n, 3)
+	case "zscan", "hscan":
+		return max(n, 3) // key cursor [options]
 	}
 	return max(n, 4) // zrange key start stop [options]
 }
@@ -570,7 +574,7 @@ func keyString(a any) string {
 // reply keeps its type on the way: no generic reply to convert).
 func replyTyped(cmd redis.Cmder) bool {
 	switch cmd.(type) {
-	case *redis.StringSliceCmd, *redis.MapStringStringCmd, *redis.ZSliceCmd:
+	case *redis.StringSliceCmd, *redis.MapStringStringCmd, *redis.ZSliceCmd, *redis.ScanCmd:
 		return true
 	}
 	return false
