@@ -173,6 +173,11 @@ func (h *Hub) Close() { _ = h.CloseContext(context.Background()) }
 func (h *Hub) CloseContext(ctx context.Context) error {
 	h.closing.Do(func() {
 		close(h.done)
+		h.mu.Lock()
+		for hd := range h.looped {
+			hd.signal() // its looper sees done (looper.step)
+		}
+		h.mu.Unlock()
 		go func() {
 			h.linesLeft.Store(int64(h.endLines(ctx, closeWait)))
 			h.cancel()

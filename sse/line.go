@@ -295,10 +295,8 @@ func (h *Hub) sweep(context.Context) {
 		case !hd.endAt.IsZero() && !now.Before(hd.endAt):
 			hd.end(EndTokenExpiry)
 		case hd.lastWrite.Load() <= idle:
-			select {
-			case hd.tick <- struct{}{}:
-			default:
-			}
+			hd.beat.Store(true)
+			hd.signal()
 		}
 	}
 }

@@ -8,11 +8,14 @@ import (
 // looper is the life of a stream served by its own goroutine (a lobby
 // stream, a personal stream, a room stream not taken over), as a Rest: it
 // flushes what out holds (the opening), then writes each item that arrives
-// on items with handle, flushing once per item, and a heartbeat when the
-// hub's sweep finds it silent for about a Heartbeat, until the stream ends.
-// handle returns why the stream ends after the item ("" to go on); what it
-// wrote is flushed first. It holds no timer: the sweep (line.go) asks for
-// its heartbeats and ends it at its token's end.
+// on items with handle (items nil: handle at each wake-up, the stream's
+// own queue: a room stream's pend), flushing once per item, and a
+// heartbeat when the hub's sweep finds it silent for about a Heartbeat,
+// until the stream ends. handle returns why the stream ends after the
+// item ("" to go on); what it wrote is flushed first. It holds no timer:
+// the sweep (line.go) asks for its heartbeats and ends it at its token's
+// end. Everything but an item and a token's end as a channel wakes it on
+// the stream's one channel (held.wake).
 //
 // The stream ends (End…) when the client went or could not be written,
 // the hub shut down (a retry frame tells the client when to come back),
@@ -41,16 +44,14 @@ type looper[T any] struct {
 	woke    int              // what Wait saw (woke…)
 	it      T                // the item Wait took, when woke is wokeItem
 	why     string           // why the stream ended, once it did
+	gone    func() bool      // stops the wake-up at ctx's end (context.AfterFunc)
 }
 
 // What a looper's Wait saw.
 const (
-	wokeStart = iota // nothing yet: the stream begins
-	wokeGone
-	wokeShutdown
-	wokeExpired
-	wokeEnded
-	wokeTick
+	wokeStart   = iota // nothing yet: the stream begins
+	wokeExpired        // fire fired
+	wokeWake           // held.wake: see step for what it may mean
 	wokeItem
 )
 
@@ -64,23 +65,21 @@ func newLooper[T any](ctx context.Context, h *Hub, hd *held, out *writer, items 
 // idle stream holds on its goroutine's stack besides its caller's (and the
 // runtime's select): no local of the stream's opening or its handlers.
 func (l *looper[T]) Wait() {
-	if !l.started {
+	switch {
+	case !l.started:
 		l.woke = wokeStart
-		return
-	}
-	select {
-	case <-l.ctx.Done():
-		l.woke = wokeGone
-	case <-l.h.done:
-		l.woke = wokeShutdown
-	case <-l.fire:
-		l.woke = wokeExpired
-	case <-l.hd.over:
-		l.woke = wokeEnded
-	case <-l.hd.tick:
-		l.woke = wokeTick
-	case l.it = <-l.items:
-		l.woke = wokeItem
+	case l.fire == nil && l.items == nil: // a room stream's
+		<-l.hd.wake
+		l.woke = wokeWake
+	default:
+		select {
+		case <-l.hd.wake:
+			l.woke = wokeWake
+		case <-l.fire:
+			l.woke = wokeExpired
+		case l.it = <-l.items:
+			l.woke = wokeItem
+		}
 	}
 }
 
@@ -113,31 +112,50 @@ func (l *looper[T]) step() string {
 		}
 		var end time.Time
 		l.fire, end, l.last = expiryOf(l.ctx)
-		hd.endAt, hd.last, hd.tick = end, l.last, make(chan struct{}, 1)
+		hd.endAt, hd.last = end, l.last
 		hd.lastWrite.Store(time.Now().UnixNano())
 		h.mu.Lock()
 		h.looped[hd] = struct{}{}
 		h.mu.Unlock()
 		l.looped = true
+		l.gone = context.AfterFunc(l.ctx, hd.signal)
+		select {
+		case <-h.done: // Close may have woken the looped streams before hd was among them
+			hd.signal()
+		default:
+		}
 		return ""
-	case wokeGone:
-		return EndClientGone
-	case wokeShutdown:
-		out.write(retryFrame(shutdownRetry()))
-		out.flush()
-		return EndShutdown
 	case wokeExpired:
 		out.write(l.last)
 		out.flush()
 		return EndTokenExpiry
-	case wokeEnded:
-		if hd.why == EndTokenExpiry {
-			out.write(l.last)
+	case wokeWake:
+		select {
+		case <-h.done:
+			out.write(retryFrame(shutdownRetry()))
 			out.flush()
+			return EndShutdown
+		default:
 		}
-		return hd.why
-	case wokeTick:
-		out.write(pingFrame)
+		switch {
+		case l.ctx.Err() != nil:
+			return EndClientGone
+		case hd.isOver():
+			if hd.why == EndTokenExpiry {
+				out.write(l.last)
+				out.flush()
+			}
+			return hd.why
+		}
+		if hd.beat.Swap(false) {
+			out.write(pingFrame)
+		}
+		if l.items == nil {
+			if why := l.handle(l.it); why != "" {
+				out.flush()
+				return why
+			}
+		}
 	case wokeItem:
 		it := l.it
 		var zero T
@@ -164,6 +182,9 @@ func (l *looper[T]) end(why string) {
 		return
 	}
 	l.ended, l.why = true, why
+	if l.gone != nil {
+		l.gone()
+	}
 	if l.looped {
 		l.h.mu.Lock()
 		delete(l.h.looped, l.hd)

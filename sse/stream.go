@@ -23,15 +23,24 @@ type held struct {
 	over    chan struct{} // closed when the stream must end; why says why
 	why     string        // an End… reason, set before over is closed
 	cut     sync.Once
+	// wake has a looped stream's goroutine look (looper.Wait): the stream
+	// ended, its heartbeat is due (beat), its client went, the hub shuts
+	// down; a room stream's, also that pend has events (offer). One
+	// channel: a select over one per cause cost an event over h2c about
+	// 7 µs of CPU more (docs/PERFORMANCE-HISTORY.md, "One wake-up channel
+	// a stream").
+	wake chan struct{}
+	beat atomic.Bool // a looped stream's heartbeat, asked for by the sweep
 
-	lastWrite atomic.Int64  // Unix ns of the stream's last write
-	endAt     time.Time     // when the token's end ends the stream (zero: never); set before the sweep sees it
-	last      []byte        // its token_expiring frame
-	tick      chan struct{} // a looped stream's heartbeat, asked for by the sweep
+	lastWrite atomic.Int64 // Unix ns of the stream's last write
+	endAt     time.Time    // when the token's end ends the stream (zero: never); set before the sweep sees it
+	last      []byte       // its token_expiring frame
 }
 
 // newHeld is the holding of a new stream with lease l.
-func newHeld(l Lease) held { return held{lease: l, over: make(chan struct{})} }
+func newHeld(l Lease) held {
+	return held{lease: l, over: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
 
 // end ends the stream for reason why; the first reason given wins.
 func (h *held) end(why string) {
@@ -39,6 +48,25 @@ func (h *held) end(why string) {
 		h.why = why
 		close(h.over)
 	})
+	h.signal()
+}
+
+// signal wakes the stream's goroutine, if it has one (see wake).
+func (h *held) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// isOver reports whether the stream must end (over is closed).
+func (h *held) isOver() bool {
+	select {
+	case <-h.over:
+		return true
+	default:
+		return false
+	}
 }
 
 func (h *held) holding() *held { return h }
@@ -60,9 +88,8 @@ type stream struct {
 	room *room
 
 	mu    sync.Mutex
-	pend  []*Event      // events waiting to be written, bounded; shared, read-only
-	spare []*Event      // the last batch's array, for the next one
-	wake  chan struct{} // a pumped stream's signal that pend has events
+	pend  []*Event // events waiting to be written, bounded; shared, read-only
+	spare []*Event // the last batch's array, for the next one
 	// Once taken over (line set): busy while a drain runs or is due (it
 	// alone writes), ping asks it for a heartbeat.
 	line Line
@@ -94,10 +121,7 @@ func (st *stream) offer(e *Event) (ok, run bool) {
 	st.busy = st.busy || run
 	st.mu.Unlock()
 	if pumped {
-		select {
-		case st.wake <- struct{}{}:
-		default:
-		}
+		st.signal()
 	}
 	return true, run
 }
@@ -159,14 +183,7 @@ func (st *stream) kick(ping bool) {
 }
 
 // ended reports whether the stream must end.
-func (st *stream) ended() bool {
-	select {
-	case <-st.over:
-		return true
-	default:
-		return false
-	}
-}
+func (st *stream) ended() bool { return st.isOver() }
 
 // Serve streams room id's events to member u, or to the server (an API key
 // with rooms:read: every event, no presence, no membership): first a retry line and a
@@ -186,7 +203,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err := rooms.RequireScope(u, rooms.ScopeRead); err != nil {
 		return err
 	}
-	st := &stream{hub: h, user: u, wake: make(chan struct{}, 1),
+	st := &stream{hub: h, user: u,
 		held: newHeld(Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
@@ -293,7 +310,7 @@ func (h *Hub) release(st *stream) {
 // while idle; once the stream ended (End…), it releases it.
 func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) Rest {
 	pid := st.lease.PlayerID
-	l := newLooper(ctx, h, &st.held, out, st.wake, func(struct{}) string {
+	l := newLooper(ctx, h, &st.held, out, nil, func(struct{}) string {
 		batch, _ := st.take()
 		for _, e := range batch {
 			if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
