@@ -1765,6 +1765,17 @@ func TestModesReadIdleShardsOnceASecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		modes("another instance listed "+other, []string{})
+		e.tickets.ListAllDue()
+		modes("every shard's, due", []string{other}, every...)
+		modes("the shard found with a mode", []string{other}, e.tickets.ModesKey(other))
+		if err := c.ZRem(ctx, e.tickets.ModesKey(other), other).Err(); err != nil {
+			t.Fatal(err)
+		}
+		modes(other+"'s list found empty", []string{}, e.tickets.ModesKey(other))
+		if err := c.ZAdd(ctx, e.tickets.ModesKey(other), redis.Z{Score: future, Member: other}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		modes(other+"'s no longer read", []string{})
 		add("u1")
 		modes("this Store listed duel", []string{"duel"}, e.tickets.ModesKey("duel"))
 		e.tickets.ListAllDue()

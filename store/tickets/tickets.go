@@ -102,7 +102,8 @@ type Store struct {
 	// listed is the shards whose lists Modes reads at every call
 	// (WithModes), live[sh] nonzero those whose list was last read with a
 	// mode in it, or to which Add listed one since (the seq of the
-	// marking: a read that began before it does not unmark it); listedAll
+	// marking, from 1: a read that began before it does not unmark it, and
+	// a read's own mark is its seq, which a later empty read unmarks); listedAll
 	// is when Modes last read every shard's (listAllEvery, listAllIdle);
 	// all under mu.
 	listed    []int
@@ -183,7 +184,7 @@ const commitLook = 10 * time.Millisecond
 // on b.
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
 	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability,
-		waiting: semaphore.NewWeighted(commitWaits), short: map[string]shortMaster{}, live: make([]uint64, b.Shards)}
+		waiting: semaphore.NewWeighted(commitWaits), short: map[string]shortMaster{}, live: make([]uint64, b.Shards), seq: 1}
 }
 
 // WithModes has Modes read the lists of the shards of modes (and shard
@@ -821,7 +822,7 @@ func (s *Store) lived(shards []int, lists [][]string, errs []error, began uint64
 		switch {
 		case errs[i] != nil:
 		case len(lists[i]) > 0:
-			s.live[sh] = max(s.live[sh], began, 1)
+			s.live[sh] = max(s.live[sh], began)
 		case s.live[sh] <= began:
 			s.live[sh] = 0
 		}
