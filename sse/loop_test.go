@@ -1,8 +1,10 @@
 package sse
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -88,5 +90,114 @@ func TestLooperStepThatPanicsReleasesTheStream(t *testing.T) {
 	l.end(EndShutdown)
 	if len(ended) != 1 {
 		t.Fatalf("done ran again: %q", ended)
+	}
+}
+
+// recordingSender keeps what it is sent.
+type recordingSender struct {
+	mu   sync.Mutex
+	sent []byte
+}
+
+func (r *recordingSender) Send(b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, b...)
+	return nil
+}
+
+func (r *recordingSender) all() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Clone(r.sent)
+}
+
+// A looped stream waits on its one channel (held.wake), and every cause
+// wakes it there: its request's end, the hub's shutdown (also one that
+// came before the stream was among the sweep's, which Close's wake-up
+// missed), its end by the hub, the sweep's heartbeat, a room stream's
+// events (items nil: handle at each wake-up). The shutdown comes first
+// when the request ended too (its retry frame is the last thing sent).
+func TestLooperWakesOnItsChannel(t *testing.T) {
+	shutdown := func(h *Hub) {
+		close(h.done)
+		h.mu.Lock()
+		for hd := range h.looped {
+			hd.signal() // as CloseContext does
+		}
+		h.mu.Unlock()
+	}
+	tests := []struct {
+		name   string
+		before bool // the cause comes before the stream begins
+		cause  func(h *Hub, hd *held, cancel context.CancelFunc)
+		why    string
+		last   string // what the stream sent last, after its opening
+	}{
+		{"RequestEnded", false, func(_ *Hub, _ *held, cancel context.CancelFunc) { cancel() }, EndClientGone, "opening\n\n"},
+		{"Shutdown", false, func(h *Hub, _ *held, _ context.CancelFunc) { shutdown(h) }, EndShutdown, "retry: "},
+		{"ShutdownBeforeItBegan", true, func(h *Hub, _ *held, _ context.CancelFunc) { close(h.done) }, EndShutdown, "retry: "},
+		{"ShutdownAndRequestEnded", false, func(h *Hub, _ *held, cancel context.CancelFunc) { cancel(); shutdown(h) }, EndShutdown, "retry: "},
+		{"EndedByTheHub", false, func(_ *Hub, hd *held, _ context.CancelFunc) { hd.end(EndSlow) }, EndSlow, "opening\n\n"},
+		{"Heartbeat", false, func(_ *Hub, hd *held, _ context.CancelFunc) {
+			hd.beat.Store(true)
+			hd.signal()
+		}, EndSlow, ": ping\n\nevent\n\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
+			hd := newHeld(Lease{})
+			rec := &recordingSender{}
+			out := lent(rec, noMetrics{}, KindRoom)
+			out.write([]byte("opening\n\n"))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.before {
+				tc.cause(h, &hd, cancel)
+			}
+			handled := make(chan struct{}, 8)
+			ended := make(chan string, 1)
+			go func() {
+				ended <- loop(ctx, h, &hd, out, nil, func(struct{}) string {
+					if tc.name == "Heartbeat" && bytes.HasSuffix(out.buf, pingFrame) { // the ping, then its events
+						out.write([]byte("event\n\n"))
+						return EndSlow
+					}
+					select {
+					case handled <- struct{}{}:
+					default:
+					}
+					return ""
+				})
+			}()
+			if !tc.before {
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					h.mu.Lock()
+					begun := len(h.looped) == 1
+					h.mu.Unlock()
+					if begun {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the stream did not begin")
+					}
+				}
+				tc.cause(h, &hd, cancel)
+			}
+			select {
+			case why := <-ended:
+				sent := rec.all()
+				if i := bytes.LastIndex(sent, []byte(tc.last)); why != tc.why || i < 0 || !bytes.HasPrefix(sent, []byte("opening\n\n")) ||
+					(tc.last != "retry: " && i+len(tc.last) != len(sent)) {
+					t.Fatalf("ended %q having sent %q, want %q ending with %q", why, sent, tc.why, tc.last)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the stream did not end (%d wake-ups handled)", len(handled))
+			}
+			if len(h.looped) != 0 {
+				t.Fatal("the ended stream is still among the sweep's")
+			}
+		})
 	}
 }
