@@ -94,8 +94,19 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     await ola.page.locator("#match-status").filter({ hasText: "Search cancelled." }).waitFor();
     await ola.page.locator("#match").getByRole("button", { name: "Find match" }).click();
     await pia.page.locator("#match").getByRole("button", { name: "Find match" }).click();
-    await ola.page.waitForURL(/room\.html\?id=/);
-    await pia.page.waitForURL(/room\.html\?id=/);
+    try {
+      await ola.page.waitForURL(/room\.html\?id=/);
+      await pia.page.waitForURL(/room\.html\?id=/);
+    } catch (e) {
+      // say where each player was, and what the server said of tickets:
+      // a bare navigation timeout does not tell a ticket refused from a
+      // match not made
+      const where = async (p: Player) =>
+        p.page.url().includes("room.html") ? "in a room" : await p.page.locator("#match-status").textContent().catch(() => "?");
+      const said = server.logs().split("\n")
+        .filter((l) => /level=(WARN|ERROR)|msg="?matchmaking|status=[45]\d\d|method=(POST|DELETE) path=\/v1\/matchmaking/.test(l)).slice(-40);
+      throw new Error(`${(e as Error).message}\nola: ${await where(ola)}\npia: ${await where(pia)}\nthe server's log:\n${said.join("\n")}`);
+    }
     assert.equal(new URL(ola.page.url()).searchParams.get("id"), new URL(pia.page.url()).searchParams.get("id"), "one room");
     await row(ola, "pia").waitFor();
     await row(pia, "ola").waitFor();
