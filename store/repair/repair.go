@@ -304,17 +304,14 @@ func (s *Walks) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	return next, nil
 }
 
-// page reads one SCAN-family page as a pipeline of its own, which the
-// batcher's read lane sends with the pages of the other shards' visits
-// bound for the same node (alone, each was a round trip a shard and
-// visit: most of an idle instance's upkeep at a thousand shards).
+// page reads one SCAN-family page with redisx.Read, batched with the
+// pages of the other shards' visits bound for the same node (alone, each
+// was a round trip a shard and visit: most of an idle instance's upkeep
+// at a thousand shards).
 func (s *Walks) page(ctx context.Context, scan func(p redis.Pipeliner) *redis.ScanCmd) ([]string, uint64, error) {
 	var cmd *redis.ScanCmd
-	if _, err := s.cfg.Base.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = scan(p)
-		return nil
-	}); err != nil {
-		return nil, 0, redisx.Wrap(err)
+	if err := redisx.Read(ctx, s.cfg.Base.Client, func(p redis.Pipeliner) { cmd = scan(p) }); err != nil {
+		return nil, 0, err
 	}
 	page, next := cmd.Val()
 	return page, next, nil
@@ -412,11 +409,8 @@ func (s *Walks) parseIndexKey(shard int, key string) (Index, bool) {
 // stripes, every recorded configuration's).
 func (s *Walks) indexKeysOf(ctx context.Context, shard int) ([]Index, error) {
 	var cmd *redis.StringSliceCmd
-	if _, err := s.cfg.Base.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = p.HKeys(ctx, s.cfg.Keys.Stats(shard)) // batched, as page
-		return nil
-	}); err != nil {
-		return nil, redisx.Wrap(err)
+	if err := redisx.Read(ctx, s.cfg.Base.Client, func(p redis.Pipeliner) { cmd = p.HKeys(ctx, s.cfg.Keys.Stats(shard)) }); err != nil {
+		return nil, err
 	}
 	fields := cmd.Val()
 	modes, regions := map[string]bool{}, map[string]bool{}
@@ -458,11 +452,10 @@ func (s *Walks) indexKeysOf(ctx context.Context, shard int) ([]Index, error) {
 func (s *Walks) repairStats(ctx context.Context, shard int, rep janitor.Report) error {
 	statsKey, dueKey := s.cfg.Keys.Stats(shard), s.cfg.Keys.RoomsDue(shard)
 	var room, stats *redis.StringSliceCmd
-	if _, err := s.cfg.Base.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if err := redisx.Read(ctx, s.cfg.Base.Client, func(p redis.Pipeliner) {
 		room, stats = p.ZRange(ctx, dueKey, 0, 0), p.HKeys(ctx, statsKey)
-		return nil
 	}); err != nil {
-		return redisx.Wrap(err)
+		return err
 	}
 	if len(room.Val()) == 0 && len(stats.Val()) == 0 {
 		return nil

@@ -747,17 +747,13 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// modesOf reads shard sh's list of modes, as a pipeline of its own: the
-// batcher's read lane sends the lists bound for one node together (a
-// lone ZRANGE would go alone, a round trip per shard at every tick),
-// each with its own reply and error.
+// modesOf reads shard sh's list of modes with redisx.Read: the batcher's
+// read lane sends the lists bound for one node together (a lone ZRANGE
+// would go alone, a round trip per shard at every tick), each with its
+// own reply and error.
 func (s *Store) modesOf(ctx context.Context, sh int) ([]string, error) {
 	var list *redis.StringSliceCmd
-	_, err := s.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		list = p.ZRange(ctx, s.modes(sh), 0, -1)
-		return nil
-	})
-	if err != nil {
+	if err := redisx.Read(ctx, s.b.Client, func(p redis.Pipeliner) { list = p.ZRange(ctx, s.modes(sh), 0, -1) }); err != nil {
 		return nil, err
 	}
 	return list.Val(), nil

@@ -20,3 +20,16 @@ func HMGet(ctx context.Context, p redis.Pipeliner, key string, fields ...any) *r
 	_ = p.Process(ctx, cmd)
 	return cmd
 }
+
+// Read runs the reads read queues on p as a pipeline of their own, which
+// the batcher's read lane (store/internal/batch) sends with the other
+// callers' reads bound for the same node, where a read sent on its own
+// (Client.ZScan, Client.HKeys) is a round trip of its own. Each command
+// keeps its own reply and error; the one returned is the first, wrapped.
+func Read(ctx context.Context, c redis.UniversalClient, read func(p redis.Pipeliner)) error {
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		read(p)
+		return nil
+	})
+	return Wrap(err)
+}
