@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // A master added to a running Cluster (redis-cli --cluster add-node) has
@@ -46,6 +48,80 @@ func TestScriptsFollowASlotToAnAddedMaster(t *testing.T) {
 	// (without EVAL's fallback: "Function not found")
 	for i := range 3 {
 		moveUnderPatches(t, c, s, added, i)
+	}
+}
+
+// The batcher's read lane (a pipeline of reads of its own: the repair
+// walk's pages, the matcher's lists of modes) sends the reads of many
+// callers for one node as one go-redis pipeline, which follows ASK as an
+// unbatched read does: mid-move, every key of the slot gone to an added
+// master, a read of them (of a key that exists there, of one that exists
+// nowhere, a page of a scan) is answered by that master, beside reads of
+// other slots in the same batches.
+func TestBatchedReadsFollowASlotMidMove(t *testing.T) {
+	alongside(t)
+	c := ownCluster(t)
+	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
+	ctx := t.Context()
+	added, err := c.AddMaster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := rooms.User{ID: "u-reader", Name: "reader"}
+	r := mustCreate(t, s, owner, newRoom(func(*rooms.NewRoom) {})).Room
+	key := s.RoomKey(r.ID)
+	missing := key + ":none" // its tag, so its slot
+	client := s.Client()
+	var asked, reads, fails atomic.Int64
+	read := func(elsewhere string) {
+		var (
+			room  *redis.MapStringStringCmd
+			none  *redis.StringSliceCmd
+			page  *redis.ScanCmd
+			other *redis.StringSliceCmd
+		)
+		err := redisx.Read(ctx, client, func(p redis.Pipeliner) {
+			room = p.HGetAll(ctx, key)
+			none = p.ZRange(ctx, missing, 0, -1)
+			page = p.ZScan(ctx, missing, 0, "", 10)
+			other = p.ZRange(ctx, elsewhere, 0, -1)
+		})
+		reads.Add(1)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("the pipeline: %w", err)
+		case room.Val()["n"] != r.Name:
+			err = fmt.Errorf("the room's hash: %v, want its name %q", room.Val(), r.Name)
+		case len(none.Val()) != 0 || none.Err() != nil || page.Err() != nil || other.Err() != nil:
+			err = fmt.Errorf("the other reads: %v, %v, %v", none.Err(), page.Err(), other.Err())
+		}
+		if err != nil && fails.Add(1) <= 3 {
+			t.Errorf("a batched read mid-move: %v", err)
+		}
+	}
+	_, _, err = c.MoveSlot(ctx, key, redistest.SlotMove{To: added, KeysPerMigrate: 1, Migrated: func() {
+		before := added.CallsOf(t, "asking")
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				for i := range 25 {
+					read(fmt.Sprintf("{other-%d}:z", g*25+i))
+				}
+			})
+		}
+		wg.Wait()
+		asked.Store(added.CallsOf(t, "asking") - before)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// every read of the slot's keys was sent to the added master with
+	// ASKING: the redirect was taken, not the read answered at its source
+	if n := asked.Load(); n < reads.Load() {
+		t.Errorf("the added master was asked %d times for %d reads of a slot it imports", n, reads.Load())
+	}
+	if fails.Load() > 0 {
+		t.Errorf("%d of %d batched reads failed mid-move", fails.Load(), reads.Load())
 	}
 }
 
