@@ -346,25 +346,36 @@ fi
 # and rsload -h2c (streams multiplexed, up to 250 a connection) against
 # HTTP/1.1 (a connection a stream) and against the minimal fan-out over
 # h2c (net/http's HTTP/2 server without RealSync, fed by the same Redis'
-# Pub/Sub: what HTTP/2 itself costs here), alternating, 2 000 streams at
-# 100 patches/s; then 10 000 streams over h2c at 200 patches/s.
+# Pub/Sub: what HTTP/2 itself costs here; and x/net's with the random
+# write scheduler, as realsyncd's), alternating, 2 000 streams at 100
+# patches/s; then 10 000 streams over h2c at 200 patches/s.
 if want h2; then
   h2_base=127.0.0.1:$(free_port)
   "${server_on[@]}" "$tmp/rsload" -serve-minimal "$h2_base" -h2c -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   h2_base_pid=$!
   pids+=("$h2_base_pid")
   await 30 curl -sf "http://$h2_base/healthz" || { echo "rsload -serve-minimal -h2c did not start" >&2; exit 1; }
+  # the same minimal fan-out served by x/net's HTTP/2 server with the
+  # random write scheduler, realsyncd's (cmd/realsyncd/tls.go)
+  h2_rand=127.0.0.1:$(free_port)
+  "${server_on[@]}" "$tmp/rsload" -serve-minimal "$h2_rand" -h2c -h2-random -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  h2_rand_pid=$!
+  pids+=("$h2_rand_pid")
+  await 30 curl -sf "http://$h2_rand/healthz" || { echo "rsload -serve-minimal -h2c -h2-random did not start" >&2; exit 1; }
   for round in $(rounds 1 2 3); do
     start_rsd
     say "HTTP/1.1: 2 000 streams, 100 patches/s (round $round)" \
       "$tmp/rsload" -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
     say "h2c baseline: CPU per event, 2 000 streams, 100 publishes/s (round $round)" \
       "$tmp/rsload" -h2c -scenario fanout -urls "http://$h2_base" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$h2_base_pid"
+    say "h2c baseline, random write scheduler: CPU per event, 2 000 streams, 100 publishes/s (round $round)" \
+      "$tmp/rsload" -h2c -scenario fanout -urls "http://$h2_rand" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$h2_rand_pid"
     REALSYNC_H2C=true start_rsd
     say "h2c: 2 000 streams, 100 patches/s (round $round)" \
       "$tmp/rsload" -h2c -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
   done
   stop_pid "$h2_base_pid"
+  stop_pid "$h2_rand_pid"
   REALSYNC_H2C=true start_rsd
   # also the RSS once the runtime gave back what the opening burst used,
   # as the sse section's HTTP/1.1 row at 200 patches/s

@@ -36,7 +36,8 @@
 //
 // With -h2c on both, the baseline of realsyncd's h2c streams (net/http's
 // HTTP/2 server without RealSync): -serve-minimal ADDR -h2c, then
-// -scenario fanout -h2c.
+// -scenario fanout -h2c; add -h2-random to the server for x/net's HTTP/2
+// server with the random write scheduler, the one realsyncd serves with.
 //
 // With -min-count N a closed-loop ops run goes on past -duration until
 // every operation of the mix was answered N times: a short run on a slow
@@ -61,6 +62,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/net/http2"
 
 	"github.com/realsync/realsync/internal/redisurl"
 )
@@ -147,12 +149,13 @@ func main() {
 	flag.IntVar(&c.MinCount, "min-count", 0, "ops, closed loop: go on past -duration until every operation of the mix (weight above 0) was answered at least this many times, errors included (each step ends with its undo); rsload's own bound (-duration + -drain + 5 min) still ends the run, with an error if one of them is short")
 	h2c := flag.Bool("h2c", false, "speak unencrypted HTTP/2 with prior knowledge to the instances (realsyncd with REALSYNC_H2C=true): streams and requests share connections, up to the server's concurrent streams per connection (250), instead of a connection each; with -serve-minimal, serve it as well as HTTP/1.1 (the baseline of realsyncd's h2c)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
+	h2Random := flag.Bool("h2-random", false, "with -serve-minimal -h2c: serve HTTP/2 with golang.org/x/net/http2's random write scheduler, as realsyncd does, instead of net/http's own server (round robin)")
 	flag.Parse()
 	if *h2c {
 		client = h2cClient()
 	}
 	if *serve != "" {
-		fmt.Fprintln(os.Stderr, serveMinimal(*serve, c.RedisURL, *h2c))
+		fmt.Fprintln(os.Stderr, serveMinimal(*serve, c.RedisURL, *h2c, *h2Random))
 		os.Exit(1)
 	}
 	c.URLs = strings.Split(urls, ",")
@@ -296,9 +299,10 @@ func guestAccount(ctx context.Context, base, name string) (account, error) {
 // serveMinimal serves minimalHandler on a loopback address, over HTTP/1.1
 // and with h2c over unencrypted HTTP/2 with prior knowledge too, as
 // realsyncd with REALSYNC_H2C (net/http's own HTTP/2 server, its
-// defaults: 250 streams a connection). With redisURL it also serves POST
-// /anchor (anchor.go).
-func serveMinimal(addr, redisURL string, h2c bool) error {
+// defaults: 250 streams a connection; with random, x/net's with the
+// random write scheduler, as realsyncd's). With redisURL it also serves
+// POST /anchor (anchor.go).
+func serveMinimal(addr, redisURL string, h2c, random bool) error {
 	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
 		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
 	}
@@ -321,7 +325,15 @@ func serveMinimal(addr, redisURL string, h2c bool) error {
 		mux.Handle("/", h)
 		h = mux
 	}
-	return (&http.Server{Addr: addr, Handler: h, Protocols: minimalProtocols(h2c)}).ListenAndServe()
+	srv := &http.Server{Addr: addr, Handler: h, Protocols: minimalProtocols(h2c)}
+	if h2c && random {
+		//lint:ignore SA1019 realsyncd's HTTP/2 server (cmd/realsyncd/tls.go, http2Server)
+		err := http2.ConfigureServer(srv, &http2.Server{NewWriteScheduler: func() http2.WriteScheduler { return http2.NewRandomWriteScheduler() }})
+		if err != nil {
+			return err
+		}
+	}
+	return srv.ListenAndServe()
 }
 
 // minimalProtocols is what the minimal server speaks: HTTP/1.1, and
