@@ -207,40 +207,34 @@ def item6(r):
         r.add("6", "resident memory per idle stream at 10 000 streams over h2c",
               f"{d:.1f} KiB by the difference, {w:.1f} KiB the whole process", "", "≤ 24 KiB",
               max(d, w) <= 24, [f"{d:.1f} KiB", f"{w:.1f} KiB"], f"\"== {t}\"")
+    def fanout(what, mine, base, limit):
+        """Item 6's fan-out row: base's CPU per event over mine's, by round."""
+        eff = ratio_rounds(r, [base.format(n=n) for n in (1, 2, 3)], [mine.format(n=n) for n in (1, 2, 3)], PER_EVENT)
+        m = statistics.median(eff)
+        r.add("6", what, f"{m:.1%} (median; rounds {', '.join(f'{v:.1%}' for v in eff)})", limit, "≥ 95%", m >= 0.95,
+              [f"{m:.1%}"] + [f"{v:.1%}" for v in eff], f"\"== {base.format(n='N')}\" against \"== {mine.format(n='N')}\"")
+
     for streams, rate, mine, base in (
             ("2 000", "100", "realsyncd: CPU per event, 2 000 streams, 100 patches/s (round {n})",
              "SSE baseline: CPU per event, 2 000 streams, 100 publishes/s (round {n})"),
             ("10 000", "200", "realsyncd: 10 000 streams on one instance, 200 patches/s (round {n})",
              "SSE baseline: minimal fan-out, 10 000 streams, 200 publishes/s (round {n})")):
-        mt = [mine.format(n=n) for n in (1, 2, 3)]
-        bt = [base.format(n=n) for n in (1, 2, 3)]
         # efficiency: the baseline's CPU per event over realsyncd's
-        eff = ratio_rounds(r, bt, mt, PER_EVENT)
-        m = statistics.median(eff)
-        r.add("6", f"fan-out at {streams} streams, {rate} writes/s: the baseline's CPU per event over realsyncd's",
-              f"{m:.1%} (median; rounds {', '.join(f'{v:.1%}' for v in eff)})",
-              "the minimal fan-out fed by the same Redis, in the same round", "≥ 95%", m >= 0.95,
-              [f"{m:.1%}"] + [f"{v:.1%}" for v in eff], f"\"== {base.format(n='N')}\" against \"== {mine.format(n='N')}\"")
+        fanout(f"fan-out at {streams} streams, {rate} writes/s: the baseline's CPU per event over realsyncd's",
+               mine, base, "the minimal fan-out fed by the same Redis, in the same round")
     # over h2c against the minimal fan-out over h2c (logs before 2026-12-05
-    # have no such baseline)
-    mine, base = "h2c: 2 000 streams, 100 patches/s (round {n})", "h2c baseline: CPU per event, 2 000 streams, 100 publishes/s (round {n})"
-    if base.format(n=1) in r.i.secs:
-        eff = ratio_rounds(r, [base.format(n=n) for n in (1, 2, 3)], [mine.format(n=n) for n in (1, 2, 3)], PER_EVENT)
-        m = statistics.median(eff)
-        r.add("6", "fan-out over h2c at 2 000 streams, 100 writes/s: the h2c baseline's CPU per event over realsyncd's",
-              f"{m:.1%} (median; rounds {', '.join(f'{v:.1%}' for v in eff)})",
-              "the minimal fan-out over h2c fed by the same Redis, in the same round", "≥ 95%", m >= 0.95,
-              [f"{m:.1%}"] + [f"{v:.1%}" for v in eff], f"\"== {base.format(n='N')}\" against \"== {mine.format(n='N')}\"")
-    # and against the same minimal fan-out with realsyncd's HTTP/2 server
-    # (x/net's, random write scheduler; logs before 2026-12-06 have none)
+    # have no such baseline), and against it served as realsyncd serves
+    # HTTP/2 (x/net's server, random write scheduler; logs before
+    # 2026-12-06 have none)
+    mine = "h2c: 2 000 streams, 100 patches/s (round {n})"
+    base = "h2c baseline: CPU per event, 2 000 streams, 100 publishes/s (round {n})"
     same = "h2c baseline, random write scheduler: CPU per event, 2 000 streams, 100 publishes/s (round {n})"
+    if base.format(n=1) in r.i.secs:
+        fanout("fan-out over h2c at 2 000 streams, 100 writes/s: the h2c baseline's CPU per event over realsyncd's",
+               mine, base, "the minimal fan-out over h2c fed by the same Redis, in the same round")
     if same.format(n=1) in r.i.secs:
-        eff = ratio_rounds(r, [same.format(n=n) for n in (1, 2, 3)], [mine.format(n=n) for n in (1, 2, 3)], PER_EVENT)
-        m = statistics.median(eff)
-        r.add("6", "fan-out over h2c at 2 000 streams, 100 writes/s, against the h2c baseline with realsyncd's write scheduler",
-              f"{m:.1%} (median; rounds {', '.join(f'{v:.1%}' for v in eff)})",
-              "the minimal fan-out over h2c served as realsyncd serves HTTP/2 (x/net, random write scheduler), in the same round", "≥ 95%", m >= 0.95,
-              [f"{m:.1%}"] + [f"{v:.1%}" for v in eff], f"\"== {same.format(n='N')}\" against \"== {mine.format(n='N')}\"")
+        fanout("fan-out over h2c at 2 000 streams, 100 writes/s, against the h2c baseline with realsyncd's write scheduler",
+               mine, same, "the minimal fan-out over h2c served as realsyncd serves HTTP/2 (x/net, random write scheduler), in the same round")
 
 
 def grouped(n):
