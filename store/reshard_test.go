@@ -35,13 +35,7 @@ import (
 // one after the move succeed.
 func TestScriptsFollowASlotToAnAddedMaster(t *testing.T) {
 	alongside(t)
-	c := ownCluster(t)
-	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
-	ctx := t.Context()
-	added, err := c.AddMaster(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s, added := clusterWithAddedMaster(t)
 	// three shards in turn; only the first move finds the added master
 	// without the library, and its first call after the move meets MOVED
 	// before the client's layout caught up in about one run of three
@@ -60,13 +54,8 @@ func TestScriptsFollowASlotToAnAddedMaster(t *testing.T) {
 // other slots in the same batches.
 func TestBatchedReadsFollowASlotMidMove(t *testing.T) {
 	alongside(t)
-	c := ownCluster(t)
-	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
+	c, s, added := clusterWithAddedMaster(t)
 	ctx := t.Context()
-	added, err := c.AddMaster(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	owner := rooms.User{ID: "u-reader", Name: "reader"}
 	r := mustCreate(t, s, owner, newRoom(func(*rooms.NewRoom) {})).Room
 	key := s.RoomKey(r.ID)
@@ -99,7 +88,7 @@ func TestBatchedReadsFollowASlotMidMove(t *testing.T) {
 			t.Errorf("a batched read mid-move: %v", err)
 		}
 	}
-	_, _, err = c.MoveSlot(ctx, key, redistest.SlotMove{To: added, KeysPerMigrate: 1, Migrated: func() {
+	_, _, err := c.MoveSlot(ctx, key, redistest.SlotMove{To: added, KeysPerMigrate: 1, Migrated: func() {
 		before := added.CallsOf(t, "asking")
 		var wg sync.WaitGroup
 		for g := range 16 {
@@ -123,6 +112,19 @@ func TestBatchedReadsFollowASlotMidMove(t *testing.T) {
 	if fails.Load() > 0 {
 		t.Errorf("%d of %d batched reads failed mid-move", fails.Load(), reads.Load())
 	}
+}
+
+// clusterWithAddedMaster is a Cluster of the test's own, a store on it,
+// and a master added to it after the store opened, with no slot.
+func clusterWithAddedMaster(t *testing.T) (*redistest.Cluster, *store.Store, *redistest.Server) {
+	t.Helper()
+	c := ownCluster(t)
+	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
+	added, err := c.AddMaster(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, s, added
 }
 
 // moveUnderPatches moves the slot of a new room to master to under a
@@ -215,13 +217,8 @@ func moveUnderPatches(t *testing.T, c *redistest.Cluster, s *store.Store, to *re
 // itself), 503 for about a minute after the removal in a live run. Every
 // patch after the removal must succeed.
 func TestRemovedMasterLeavesTheLayout(t *testing.T) {
-	c := ownCluster(t)
-	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
+	c, s, added := clusterWithAddedMaster(t)
 	ctx := t.Context()
-	added, err := c.AddMaster(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(added.Stop)
 	// a room of every master, one of them moved to the added master and
 	// served there, then moved back
