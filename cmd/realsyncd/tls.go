@@ -5,7 +5,9 @@ import (
 	"flag"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/net/http2"
 
@@ -71,8 +73,12 @@ func protocolFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fu
 }
 
 // configure sets srv's protocols, and its certificate with TLS. HTTP/2 is
-// served by golang.org/x/net/http2 (the code net/http bundles, with its
-// settings open), with its random write scheduler (http2Server).
+// served by golang.org/x/net/http2 (a newer version of the code net/http
+// bundles, with its settings open), with its random write scheduler
+// (http2Server); unless GODEBUG has http2server=0, Go's switch that turns
+// HTTP/2 off (an advisory's stopgap), which net/http's own server obeys
+// and x/net's would not: then net/http's is left in place, and serves
+// HTTP/1.1 alone.
 func (p protocolSettings) configure(srv *http.Server) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -91,8 +97,23 @@ func (p protocolSettings) configure(srv *http.Server) error {
 		return nil
 	}
 	srv.Protocols = &protocols
+	if http2Off(os.Getenv("GODEBUG")) {
+		return nil
+	}
 	//lint:ignore SA1019 x/net's own server, for its write scheduler (http2Server)
 	return http2.ConfigureServer(srv, http2Server())
+}
+
+// http2Off reports whether godebug (GODEBUG's value) turns net/http's
+// HTTP/2 server off: http2server=0, the last setting of it winning.
+func http2Off(godebug string) bool {
+	off := false
+	for kv := range strings.SplitSeq(godebug, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == "http2server" {
+			off = v == "0"
+		}
+	}
+	return off
 }
 
 // http2Server is the HTTP/2 server's configuration: net/http's defaults

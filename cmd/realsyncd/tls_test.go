@@ -101,3 +101,36 @@ func TestHTTP2ServerAndItsScheduler(t *testing.T) {
 		t.Errorf("write scheduler %s, want x/net's random one", ws)
 	}
 }
+
+// GODEBUG=http2server=0, Go's switch that turns HTTP/2 off, is obeyed:
+// x/net's server is not installed (net/http's own is left, and serves no
+// HTTP/2 then); the last setting of it wins, as Go reads GODEBUG.
+func TestHTTP2OffByGODEBUG(t *testing.T) {
+	for _, tc := range []struct {
+		godebug string
+		off     bool
+	}{
+		{"", false},
+		{"http2server=0", true},
+		{"gctrace=1, http2server=0", true},
+		{"http2server=0,http2server=1", false},
+		{"http2server=1,http2server=0", true},
+		{"http2client=0", false},
+		{"xhttp2server=0", false},
+	} {
+		if got := http2Off(tc.godebug); got != tc.off {
+			t.Errorf("http2Off(%q) = %v, want %v", tc.godebug, got, tc.off)
+		}
+	}
+	cert, key, _ := redistest.SelfSigned(t)
+	t.Setenv("GODEBUG", "http2server=0")
+	for _, p := range []protocolSettings{{H2C: true}, {TLSCert: cert, TLSKey: key}} {
+		srv := &http.Server{}
+		if err := p.configure(srv); err != nil {
+			t.Fatal(err)
+		}
+		if srv.TLSNextProto != nil {
+			t.Errorf("%+v with http2server=0: x/net's server installed: %v", p, slices.Collect(maps.Keys(srv.TLSNextProto)))
+		}
+	}
+}
