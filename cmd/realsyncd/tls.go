@@ -76,28 +76,28 @@ func protocolFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fu
 // served by golang.org/x/net/http2 (a newer version of the code net/http
 // bundles, with its settings open), with its random write scheduler
 // (http2Server); unless GODEBUG has http2server=0, Go's switch that turns
-// HTTP/2 off (an advisory's stopgap), which net/http's own server obeys
-// and x/net's would not: then net/http's is left in place, and serves
-// HTTP/1.1 alone.
+// HTTP/2 off (an advisory's stopgap): then HTTP/1.1 alone, TLS offering
+// no h2 by ALPN (net/http would offer it for srv.Protocols, with no
+// server behind it) and h2c refused.
 func (p protocolSettings) configure(srv *http.Server) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	srv.Protocols = &protocols
+	h2 := !http2Off(os.Getenv("GODEBUG"))
 	switch {
 	case p.TLS():
 		cert, err := loadKeyPair(p.TLSCert, p.TLSKey)
 		if err != nil {
 			return err
 		}
-		protocols.SetHTTP2(true)
+		protocols.SetHTTP2(h2)
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	case p.H2C:
-		protocols.SetUnencryptedHTTP2(true)
+		protocols.SetUnencryptedHTTP2(h2)
 	default:
-		srv.Protocols = &protocols
 		return nil
 	}
-	srv.Protocols = &protocols
-	if http2Off(os.Getenv("GODEBUG")) {
+	if !h2 {
 		return nil
 	}
 	//lint:ignore SA1019 x/net's own server, for its write scheduler (http2Server)

@@ -103,8 +103,10 @@ func TestHTTP2ServerAndItsScheduler(t *testing.T) {
 }
 
 // GODEBUG=http2server=0, Go's switch that turns HTTP/2 off, is obeyed:
-// x/net's server is not installed (net/http's own is left, and serves no
-// HTTP/2 then); the last setting of it wins, as Go reads GODEBUG.
+// no HTTP/2 server is installed and none is asked of net/http (over TLS
+// it would offer h2 by ALPN for srv.Protocols with no server behind it:
+// a client that took it got a broken connection); the last setting of it
+// wins, as Go reads GODEBUG.
 func TestHTTP2OffByGODEBUG(t *testing.T) {
 	for _, tc := range []struct {
 		godebug string
@@ -131,6 +133,9 @@ func TestHTTP2OffByGODEBUG(t *testing.T) {
 		}
 		if srv.TLSNextProto != nil {
 			t.Errorf("%+v with http2server=0: x/net's server installed: %v", p, slices.Collect(maps.Keys(srv.TLSNextProto)))
+		}
+		if pr := srv.Protocols; !pr.HTTP1() || pr.HTTP2() || pr.UnencryptedHTTP2() {
+			t.Errorf("%+v with http2server=0: protocols %v, want HTTP/1.1 alone", p, pr)
 		}
 	}
 }
