@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/realsync/realsync/internal/growstack"
 	"github.com/realsync/realsync/sse"
 )
 
@@ -122,6 +123,11 @@ func newCarryStreams(r chi.Router, log *slog.Logger, m Metrics) carryStreams {
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet || !isStream(r) || r.ContentLength != 0 {
+		if r.ProtoMajor >= 2 {
+			// a goroutine of its own, started for it: grown at once
+			// (HTTP/1.1's connection goroutine keeps its grown stack)
+			growstack.Grow()
+		}
 		cs.Router.ServeHTTP(w, r)
 		return
 	}

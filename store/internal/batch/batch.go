@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/growstack"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -340,6 +341,7 @@ func (b *Batcher) run(ctx context.Context, l *lane, c *call) error {
 // flush sends l's batches until l is empty; one goroutine per busy lane.
 func (b *Batcher) flush(l *lane) {
 	defer b.running.Done()
+	growstack.Grow() // started for the lane's batches, which go deep at once
 	if b.window > 0 {
 		b.linger(l)
 	}
