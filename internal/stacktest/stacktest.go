@@ -1,11 +1,15 @@
-package growstack
+// Package stacktest tells tests whether a goroutine's stack grows, by
+// where its frames lie, not by time.
+package stacktest
 
 import "unsafe"
 
 // Moves reports whether calls using about n bytes of stack below the
 // caller's frame make the runtime grow the calling goroutine's stack:
-// growing copies the stack elsewhere, so the address of a local variable
-// changes. For tests of where Grow is called.
+// growing copies the stack elsewhere, so the address of a local variable,
+// read as a number before the calls and after, changes (a number is not
+// adjusted by the copy, as a pointer is). For tests of where
+// growstack.Grow is called.
 func Moves(n int) bool {
 	var here byte
 	before := uintptr(unsafe.Pointer(&here))
