@@ -18,16 +18,7 @@ import (
 // once, early, and while the script runs; after each, the key the script
 // sets first says whether it ran.
 func TestBatchSentCallIsAnsweredNotAbandoned(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer client.Close()
-	b := New(client, Config{}, nil)
-	client.AddHook(b)
-	defer b.Close()
+	client := batchedClient(t)
 	slow := redis.NewScript(`redis.call('SET', KEYS[1], '1')
 local function us() local t = redis.call('TIME') return t[1] * 1000000 + t[2] end
 local deadline = us() + 100000
@@ -70,4 +61,22 @@ return 'done'`)
 	if ranUnseen == 0 && answeredLate == 0 {
 		t.Fatal("no call's context ended while it ran: the case under test did not happen")
 	}
+}
+
+// batchedClient is a client of a fresh redis-server with a Batcher of
+// the default Config as its hook; both go, and the server stops, when t
+// ends.
+func batchedClient(t *testing.T) *redis.Client {
+	t.Helper()
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { client.Close() })
+	b := New(client, Config{}, nil)
+	client.AddHook(b)
+	t.Cleanup(b.Close) // first: the batches end before the client closes
+	return client
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/growstack"
-	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/stacktest"
 )
 
@@ -17,16 +16,7 @@ import (
 // the Batcher's, which sees the batch's pipeline on that goroutine,
 // reports whether calls using half of growstack.Size from there grow it.
 func TestBatchesAreSentOnAGrownStack(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer client.Close()
-	b := New(client, Config{}, nil)
-	client.AddHook(b)
-	defer b.Close()
+	client := batchedClient(t)
 	seen := &stackHook{}
 	client.AddHook(seen)
 	for range 3 {
