@@ -96,7 +96,11 @@ func carryingFrom(ctx context.Context) *carrying {
 // by a shutdown meanwhile is served at once, and answered as such; those
 // waiting, and how long each waited, are metrics), and
 // then runs the rest of the stream the handler carried over, if any, on
-// the request's goroutine; any other request as usual. A panic that
+// the request's goroutine; any other request as usual. The goroutines
+// started for one request, the opening's and an HTTP/2 request's, are
+// grown at their top (growstack.Grow); the request's goroutine a stream
+// idles on is not, nor is HTTP/1.1's connection goroutine, which keeps
+// the stack its first request grew. A panic that
 // reaches it (past recoverPanics) is raised again on the request's
 // goroutine, after the carried stream, if any, was ended. A panic of the
 // carried rest is logged as a handler's is (recoverPanics), the stream's
@@ -150,6 +154,7 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.leave()
 			done <- recover() // nil unless it panicked
 		}()
+		growstack.Grow() // the opening goes deep at once, and ends
 		cs.Router.ServeHTTP(w, r)
 	}()
 	v := <-done

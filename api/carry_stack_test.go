@@ -16,12 +16,13 @@ import (
 // grown once at the top (growstack.Grow), so that the router, the
 // middlewares and the handler do not grow it again on the way down; over
 // HTTP/1.1 (the connection's goroutine, which keeps the stack its first
-// request grew) it is not. Nor is an event stream's: its opening runs on
-// a goroutine of its own, and its request's goroutine, on which the
-// stream idles, keeps a small stack (carry.go). Each request on a fresh
-// goroutine, as HTTP/2 serves them; the handler reports whether calls
-// using half of growstack.Size grow its stack, and so does the request's
-// goroutine once carryStreams returned.
+// request grew) it is not. An event stream's opening runs on a goroutine
+// of its own, grown alike, whatever the protocol; its request's
+// goroutine, on which the stream idles, is not: it keeps a small stack
+// (carry.go). Each request on a fresh goroutine, as HTTP/2 serves them;
+// the handler reports whether calls using half of growstack.Size grow
+// its stack, and so does the request's goroutine once carryStreams
+// returned.
 func TestHTTP2RequestsRunOnAGrownStack(t *testing.T) {
 	cases := []struct {
 		name, path     string
@@ -32,7 +33,8 @@ func TestHTTP2RequestsRunOnAGrownStack(t *testing.T) {
 		{"HTTP/2", "/v1/rooms/r1", 2, false, false},
 		// the handler's own calls grew the stack it ran on
 		{"HTTP/1.1", "/v1/rooms/r1", 1, true, false},
-		{"an event stream over HTTP/2", "/v1/rooms/r1/events", 2, true, true},
+		{"an event stream over HTTP/2", "/v1/rooms/r1/events", 2, false, true},
+		{"an event stream over HTTP/1.1", "/v1/lobby/events", 1, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package growstack grows a goroutine's stack in one step, for the
 // goroutines that are started for one piece of work and go deep at once
-// (a request over HTTP/2, a batch of Redis calls).
+// (a request over HTTP/2, an event stream's opening, a batch of Redis
+// calls).
 //
 // The runtime starts a goroutine on a small stack (2 KiB) and, whenever a
 // call does not fit, doubles it and copies every frame on it: a request
