@@ -65,7 +65,7 @@ func (h *Hub) takeOver(ctx context.Context, c Client, st *stream, out *writer, s
 	if !ok {
 		return false
 	}
-	endAt, last, ok := deadlineOf(ctx)
+	endAt, expires, ok := deadlineOf(ctx)
 	if !ok || ctx.Err() != nil || out.flush() != nil {
 		return false
 	}
@@ -73,7 +73,7 @@ func (h *Hub) takeOver(ctx context.Context, c Client, st *stream, out *writer, s
 	if line == nil {
 		return false
 	}
-	st.sent, st.endAt, st.last = sent, endAt, last
+	st.sent, st.endAt, st.expires = sent, endAt, expires
 	st.lastWrite.Store(time.Now().UnixNano())
 	// Both under h.mu, so that no drain hangs up (leaving h.lines) before
 	// st is among the lines, and the sweep finds st.line set.
@@ -243,7 +243,7 @@ func (h *Hub) hangUp(st *stream, out *writer) {
 	case EndShutdown:
 		final = retryFrame(shutdownRetry())
 	case EndTokenExpiry:
-		final = st.last
+		final = expiringFrame(st.expires)
 	}
 	st.line.End(final)
 	h.cfg.Metrics.StreamEnded(KindRoom, why)

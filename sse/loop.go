@@ -37,7 +37,6 @@ type looper[T any] struct {
 	done func(why string)
 
 	fire    <-chan time.Time // the token's end, when a channel (expiryOf)
-	last    []byte           // the token_expiring frame
 	started bool             // the first Step ran
 	looped  bool             // among the sweep's streams (h.looped)
 	ended   bool             // end ran
@@ -110,9 +109,7 @@ func (l *looper[T]) step() string {
 		if out.flush() != nil {
 			return EndWriteError
 		}
-		var end time.Time
-		l.fire, end, l.last = expiryOf(l.ctx)
-		hd.endAt, hd.last = end, l.last
+		l.fire, hd.endAt, hd.expires = expiryOf(l.ctx)
 		hd.lastWrite.Store(time.Now().UnixNano())
 		h.mu.Lock()
 		h.looped[hd] = struct{}{}
@@ -126,7 +123,7 @@ func (l *looper[T]) step() string {
 		}
 		return ""
 	case wokeExpired:
-		out.write(l.last)
+		out.write(expiringFrame(hd.expires))
 		out.flush()
 		return EndTokenExpiry
 	case wokeWake:
@@ -142,7 +139,7 @@ func (l *looper[T]) step() string {
 			return EndClientGone
 		case hd.isOver():
 			if hd.why == EndTokenExpiry {
-				out.write(l.last)
+				out.write(expiringFrame(hd.expires))
 				out.flush()
 			}
 			return hd.why

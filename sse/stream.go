@@ -34,7 +34,7 @@ type held struct {
 
 	lastWrite atomic.Int64 // Unix ns of the stream's last write
 	endAt     time.Time    // when the token's end ends the stream (zero: never); set before the sweep sees it
-	last      []byte       // its token_expiring frame
+	expires   time.Time    // when its token expires, for its token_expiring frame (expiringFrame); zero: no token end
 }
 
 // newHeld is the holding of a new stream with lease l.
