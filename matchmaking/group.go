@@ -1,6 +1,7 @@
 package matchmaking
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -15,6 +16,8 @@ type Entry struct {
 	// EqKey is the values of the rules' equal attributes, encoded: only
 	// tickets with the same key match.
 	EqKey string
+	// Users is the ticket's users, leader first.
+	Users []string
 }
 
 // Grouped is one match the grouping made: the tickets (anchor first),
@@ -79,7 +82,11 @@ func (b PassBudget) OrDefault() PassBudget {
 // candidates for a subset that makes a match (search). The pass is
 // bounded by DefaultBudget: the anchors after its cut are not tried
 // (GroupWithin says where it was cut). Parties are never split; no ticket
-// is in two matches.
+// is in two matches, and no user is in two tickets a pass groups: a user
+// has one active ticket (its claim), but should two share a user (a
+// claim lost in a failover lets its user queue another), the pass takes
+// only the first of them in rating order (ties by id), as though the
+// others were not queued.
 func Group(r Rules, entries []Entry, now time.Time) []Grouped {
 	gs, _ := GroupWithin(r, entries, now, DefaultBudget)
 	return gs
@@ -98,6 +105,7 @@ func GroupWithin(r Rules, entries []Entry, now time.Time, b PassBudget) (gs []Gr
 		}
 		return es[i].ID < es[j].ID
 	})
+	es = firstOfEachUser(es)
 	used := make([]bool, len(es))
 	work := b.Work
 	for i := range es {
@@ -117,6 +125,21 @@ func GroupWithin(r Rules, entries []Entry, now time.Time, b PassBudget) (gs []Gr
 		}
 	}
 	return gs, ""
+}
+
+// firstOfEachUser is es (in rating order) without every ticket that
+// shares a user with one before it.
+func firstOfEachUser(es []Entry) []Entry {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(es, func(e Entry) bool {
+		if slices.ContainsFunc(e.Users, func(u string) bool { return seen[u] }) {
+			return true
+		}
+		for _, u := range e.Users {
+			seen[u] = true
+		}
+		return false
+	})
 }
 
 // try makes a match from anchor i (window wa) in region reg, by the walk,

@@ -18,6 +18,7 @@ func TestGroup(t *testing.T) {
 		}
 		return Entry{ID: id, Rating: rating, Size: size, Created: ago(waited), Regions: regions}
 	}
+	of := func(en Entry, users ...string) Entry { en.Users = users; return en }
 	duel := Default()
 	teams := Rules{Teams: 2, TeamSize: 2, Window: Window{Start: 100}}
 	ffa := Rules{Teams: 1, MinPlayers: 3, MaxPlayers: 4, Window: Window{Start: 100}}
@@ -31,6 +32,13 @@ func TestGroup(t *testing.T) {
 	}{
 		{name: "PairWithinWindow", rules: duel, entries: []Entry{e("a", 1000, 1, 0), e("b", 1090, 1, 0)},
 			want: []Grouped{{Tickets: []string{"a", "b"}, Teams: []int{0, 0}, Region: "eu"}}},
+		// a claim lost in a failover let u1 queue twice: only its first
+		// ticket in rating order is grouped; b waits
+		{name: "AUserInOneTicketOfAPass", rules: duel, entries: []Entry{of(e("a", 1000, 1, 0), "u1"), of(e("b", 1010, 1, 0), "u1"), of(e("c", 1020, 1, 0), "u2")},
+			want: []Grouped{{Tickets: []string{"a", "c"}, Teams: []int{0, 0}, Region: "eu"}}},
+		{name: "APartyMemberInOneTicketOfAPass", rules: teams, entries: []Entry{of(e("p", 1000, 2, 0), "u1", "u2"), of(e("q", 1005, 2, 0), "u3", "u2"),
+			of(e("r", 1010, 2, 0), "u4", "u5"), of(e("s", 1015, 2, 0), "u6", "u7")},
+			want: []Grouped{{Tickets: []string{"p", "r"}, Teams: []int{0, 1}, Region: "eu"}}},
 		{name: "OutsideWindowWaits", rules: duel, entries: []Entry{e("a", 1000, 1, 0), e("b", 1150, 1, 0)}},
 		// a waited 5 s: ±200, but b's own window is still ±100
 		{name: "BothWindowsMustHold", rules: duel, entries: []Entry{e("a", 1000, 1, 5), e("b", 1150, 1, 0)}},

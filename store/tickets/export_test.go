@@ -85,3 +85,9 @@ func (s *Store) Barred(ctx context.Context, mode, id string) ([]string, error) {
 
 // PendingKey is mode's pending matches' key (in the mode's slot).
 func (s *Store) PendingKey(mode string) string { return s.pending(mode) }
+
+// ForgetClaim deletes uid's active-ticket claim, as a failover that lost
+// the claim's write would: uid may then queue another ticket.
+func (s *Store) ForgetClaim(ctx context.Context, uid string) error {
+	return s.b.Client.Del(ctx, s.userKey(uid)).Err()
+}

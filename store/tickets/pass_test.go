@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ import (
 // pass is cut after a few tries: the script is cut before the anchor the
 // reference is cut at (their steps counted the same), and the passes that
 // follow, each from the last one's cursor, group as the reference does
-// from that anchor on, until a pass tries every ticket left.
+// from that anchor on, until a pass tries every ticket left; and 2 v 2
+// whose parties share members, their claims lost (as in a failover): a
+// pass takes only the first ticket of each user in rating order.
 func TestPassMatchesReferenceGrouping(t *testing.T) {
 	rs := mustRules(t, `
 modes:
@@ -51,24 +54,26 @@ modes:
 		name, mode string
 		size       func(rng *rand.Rand) int
 		budget     matchmaking.PassBudget
+		lost       bool // claims lost: party members drawn from 24 users
 	}{
-		{"2v2", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{}},
-		{"5v5", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{}},
-		{"ffa", "ffa", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{}},
-		{"2v2-cut", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{Work: 40}},
-		{"5v5-cut", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{Try: 8, Work: 120}},
+		{"2v2", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{}, false},
+		{"5v5", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{}, false},
+		{"ffa", "ffa", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{}, false},
+		{"2v2-cut", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{Work: 40}, false},
+		{"5v5-cut", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{Try: 8, Work: 120}, false},
+		{"2v2-lost-claims", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rs.Of(tc.mode)
 			eachBackend(t, func(t *testing.T, b redistest.Backend) {
-				passMatchesReference(t, b, rs, tc.mode, r, tc.size, tc.budget)
+				passMatchesReference(t, b, rs, tc.mode, r, tc.size, tc.budget, tc.lost)
 			})
 		})
 	}
 }
 
 func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.RuleSet, mode string, r matchmaking.Rules,
-	size func(*rand.Rand) int, budget matchmaking.PassBudget) {
+	size func(*rand.Rand) int, budget matchmaking.PassBudget, lost bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, uint64(len(b.Name))))
 	regions := []string{"eu", "us", "asia"}
@@ -80,7 +85,11 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 			p.Regions = append(p.Regions, regions[k])
 		}
 		for k := 1; k < size(rng); k++ {
-			p.PartyUserIDs = append(p.PartyUserIDs, fmt.Sprintf("m%d-%d", i, k))
+			m := fmt.Sprintf("m%d-%d", i, k)
+			if lost {
+				m = fmt.Sprintf("m%d", rng.IntN(24))
+			}
+			p.PartyUserIDs = append(p.PartyUserIDs, m)
 		}
 		params[i] = p
 	}
@@ -89,7 +98,10 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	// machine: 2.4 to 6 s under CI's race detector) has its creation
 	// times drawn together, in order, into the 1.5 s before the last
 	e := open(t, b, rs)
-	entries, first, last := queueAtOnce(t, e, r, params)
+	entries, first, last := queueAtOnce(t, e, r, params, lost)
+	if shared := sharedUsers(entries); lost != (shared > 0) {
+		t.Fatalf("%d tickets share a user with another: the test checks little of it", shared)
+	}
 	spread := last.Sub(first) // how long the creates took
 	if spread >= 2*time.Second {
 		for _, en := range entries {
@@ -101,9 +113,9 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		entries, first, last = readEntries(t, e, r, idsOf(entries))
 		t.Logf("the creates took %s: drawn into %s", spread, last.Sub(first))
 	}
-	rated := map[string]float64{}
+	rated, users := map[string]float64{}, map[string][]string{}
 	for _, en := range entries {
-		rated[en.ID] = en.Rating
+		rated[en.ID], users[en.ID] = en.Rating, en.Users
 	}
 	searched := 0 // tickets matched beyond a search of one node
 	cuts := 0     // passes cut by the budget
@@ -139,10 +151,17 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 				t.Fatal(err)
 			}
 			var got []matchmaking.Grouped
+			placed := map[string]string{} // user → its match in this pass
 			for _, m := range p.Matches {
 				g := matchmaking.Grouped{Region: m.Region}
 				for _, mt := range m.Tickets {
 					g.Tickets, g.Teams = append(g.Tickets, mt.ID), append(g.Teams, mt.Team)
+					for _, u := range users[mt.ID] {
+						if placed[u] != "" {
+							t.Fatalf("round %d pass %d: user %s in %s and %s", round, call, u, placed[u], m.ID)
+						}
+						placed[u] = m.ID
+					}
 				}
 				got = append(got, g)
 			}
@@ -190,17 +209,27 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 
 // queueAtOnce queues a ticket of each params (the i-th of user "u<i>"),
 // as close in time as the store allows, and returns them as the
-// reference reads them (readEntries; Redis stamps each creation).
-func queueAtOnce(t *testing.T, e env, r matchmaking.Rules, params []matchmaking.TicketParams) (entries []matchmaking.Entry, first, last time.Time) {
+// reference reads them (readEntries; Redis stamps each creation). With
+// lost, one at a time, each ticket's claims forgotten once it is queued
+// (tickets.Store.ForgetClaim), so that tickets may share users.
+func queueAtOnce(t *testing.T, e env, r matchmaking.Rules, params []matchmaking.TicketParams, lost bool) (entries []matchmaking.Entry, first, last time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]string, len(params))
 	var g errgroup.Group
 	g.SetLimit(8)
+	if lost {
+		g.SetLimit(1)
+	}
 	for i, p := range params {
 		g.Go(func() error {
 			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
 			ids[i] = tk.ID
+			for _, u := range tk.Users() {
+				if err == nil && lost {
+					err = e.tickets.ForgetClaim(ctx, u)
+				}
+			}
 			return err
 		})
 	}
@@ -221,13 +250,30 @@ func readEntries(t *testing.T, e env, r matchmaking.Rules, ids []string) (entrie
 			t.Fatal(err)
 		}
 		entries = append(entries, matchmaking.Entry{ID: id, Rating: tk.Rating, Size: tk.Size(), Created: tk.CreatedAt,
-			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
+			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes), Users: tk.Users()})
 		if first.IsZero() || tk.CreatedAt.Before(first) {
 			first = tk.CreatedAt
 		}
 		last = later(last, tk.CreatedAt)
 	}
 	return entries, first, last
+}
+
+// sharedUsers is how many of entries share a user with another.
+func sharedUsers(entries []matchmaking.Entry) int {
+	of := map[string]int{}
+	for _, en := range entries {
+		for _, u := range en.Users {
+			of[u]++
+		}
+	}
+	n := 0
+	for _, en := range entries {
+		if slices.ContainsFunc(en.Users, func(u string) bool { return of[u] > 1 }) {
+			n++
+		}
+	}
+	return n
 }
 
 // idsOf is the ids of entries.

@@ -1,6 +1,8 @@
 -- ticket_pass: one matcher pass over a mode's queue, in the mode's slot
 -- (matchmaking.Group is the same grouping in Go; a differential test
--- holds them together). No prelude.
+-- holds them together). No prelude. A ticket sharing a user with one
+-- before it in the page's rating order (a claim lost in a failover) is
+-- left out of the pass, backfill and walk alike.
 -- 1. The schedule: searching tickets past their expiry leave the queue
 --    as expired; final tickets past their grace are dropped.
 -- 2. Backfill (ARGV[16] not ""): each open room of KEYS[5], by id from
@@ -173,8 +175,12 @@ if #raw / 2 >= limit then
 end
 -- the page's tickets are read as the pass reaches them: has(n) reads
 -- them until es holds n (a cut pass reads no further than its last
--- try's window); false when the page has no more
-local raw_at = 1
+-- try's window); false when the page has no more. A ticket sharing a
+-- user with one read before it is left out of the pass (a user has one
+-- active ticket, its claim, but a claim lost in a failover lets its user
+-- queue another: no match, nor two of one pass, holds a user twice;
+-- matchmaking.Group likewise)
+local raw_at, seen = 1, {}
 local function has(n)
   while #es < n and raw_at <= #raw do
     local id = raw[raw_at]
@@ -184,8 +190,16 @@ local function has(n)
       redis.call('ZREM', queue, id) -- no record, or final: never matched
     elseif st.ex > now then
       local g = cjson.decode(r[1])
-      es[#es + 1] = {id = id, rating = tonumber(raw[raw_at + 1]), size = g.size, regions = g.regions,
-        eq = g.eq, users = g.users, st = st}
+      local users = type(g.users) == 'table' and g.users or {}
+      local again = false
+      for _, u in ipairs(users) do
+        if seen[u] then again = true break end
+      end
+      if not again then
+        for _, u in ipairs(users) do seen[u] = true end
+        es[#es + 1] = {id = id, rating = tonumber(raw[raw_at + 1]), size = g.size, regions = g.regions,
+          eq = g.eq, users = users, st = st}
+      end
     end
     raw_at = raw_at + 2
   end
