@@ -82,16 +82,16 @@ type Janitor struct{ cfg Config }
 func New(cfg Config) *Janitor { return &Janitor{cfg: cfg} }
 
 // Run visits, every interval until ctx ends, each shard whose lease
-// instance wins for interval; failures are logged. The shards are visited
-// at once, so that their lease scripts bound for one node share its round
-// trips, and their tasks run at most visitsPerNode at a time on one node:
-// a visit that waits (its master hung or failing over, each call bounded
-// by its own deadline) holds up no other node's, nor another shard's
-// beyond one of its node's places, and a shard whose last visit has not
-// ended is passed over until it has. cfg.Tick runs beside the visits, one
-// at a time (a tick that has not ended is not started again). It returns
-// once ctx ended and the visits, the ticks and the checks they started
-// have ended too.
+// instance wins (for 7/8 of the interval: leaseOf); failures are logged.
+// The shards are visited at once, so that their lease scripts bound for
+// one node share its round trips, and their tasks run at most
+// visitsPerNode at a time on one node: a visit that waits (its master hung
+// or failing over, each call bounded by its own deadline) holds up no
+// other node's, nor another shard's beyond one of its node's places, and a
+// shard whose last visit has not ended is passed over until it has.
+// cfg.Tick runs beside the visits, one at a time (a tick that has not
+// ended is not started again). It returns once ctx ended and the visits,
+// the ticks and the checks they started have ended too.
 func (j *Janitor) Run(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -125,7 +125,7 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 			}
 			visits.Go(func() {
 				defer busy[shard].Store(false)
-				rep, err := j.visit(ctx, shard, instance, interval, node)
+				rep, err := j.visit(ctx, shard, instance, leaseOf(interval), node)
 				if err != nil && ctx.Err() == nil {
 					log.Warn("janitor", "shard", shard, "err", err)
 				}
@@ -138,6 +138,14 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 		}
 	}
 }
+
+// leaseOf is the lease a visit of Run's takes: 7/8 of the interval, so
+// that it has lapsed by the next tick, unless the take that began it was
+// an eighth of the interval later after its tick than the next take is
+// (a lease lasting the whole interval was still held, most often, when
+// its instance came back a tick later: an instance alone visited each
+// shard every other interval).
+func leaseOf(interval time.Duration) time.Duration { return interval - interval/8 }
 
 // visitsPerNode bounds the visits whose tasks run at once on one Redis
 // node (a Cluster master, or the one server; "" when the layout could
@@ -158,7 +166,10 @@ func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease t
 
 // visit is Visit whose tasks, with places, wait for one of them once the
 // lease is taken (the lease's script batched with the other shards'),
-// and give it back.
+// and give it back. A visit that waited past half its lease confirms it
+// before its tasks run: renewed while its own, taken again when it lapsed
+// and is free; held by another instance, the visit ends there, doing
+// nothing (that instance's visit does the work).
 func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease time.Duration, places chan struct{}) (Report, error) {
 	rep := Report{}
 	// a script (not SET NX), so that a full Redis lets the visit that
@@ -171,12 +182,10 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 			call.lists = append(call.lists, task.List)
 		}
 	}
-	res, err := j.cfg.Base.RunOK(ctx, call)
-	if err != nil || res[0] != int64(1) {
+	taken := time.Now()
+	work, held, err := j.take(ctx, call)
+	if err != nil || !held {
 		return rep, err
-	}
-	if len(res) != 1+len(call.due) {
-		return rep, fmt.Errorf("janitor: the lease's reply %v, want %d flags after the lease's", res, len(call.due))
 	}
 	if places != nil {
 		select {
@@ -185,15 +194,24 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 			return rep, ctx.Err()
 		}
 		defer func() { <-places }()
+		// a visit that waited for its place past half its lease may have
+		// let it lapse, and another instance may be visiting the shard:
+		// the lease is renewed if still its own, taken if free, else
+		// the visit ends (the other instance does the work)
+		if time.Since(taken) > lease/2 {
+			call.now, call.renew = time.Now().UnixMilli(), true
+			if work, held, err = j.take(ctx, call); err != nil || !held {
+				return rep, err
+			}
+		}
 	}
-	work := res[1:]
 	for _, task := range j.cfg.Tasks {
 		if task.Due != nil {
-			held := work[0] == int64(1)
+			due := work[0] == int64(1)
 			work = work[1:]
 			// what an earlier task did may have given it work (a room
 			// closed leaves its users' holdings stale)
-			if !held && rep.total() == 0 {
+			if !due && rep.total() == 0 {
 				continue
 			}
 		}
@@ -202,6 +220,19 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 		}
 	}
 	return rep, nil
+}
+
+// take runs call: held is false when another instance holds the lease;
+// work is a flag for each of its due keys, 1 when it held work.
+func (j *Janitor) take(ctx context.Context, call leaseTakeCall) (work []any, held bool, err error) {
+	res, err := j.cfg.Base.RunOK(ctx, call)
+	if err != nil || res[0] != int64(1) {
+		return nil, false, err
+	}
+	if len(res) != 1+len(call.due) {
+		return nil, false, fmt.Errorf("janitor: the lease's reply %v, want %d flags after the lease's", res, len(call.due))
+	}
+	return res[1:], true, nil
 }
 
 // total is how many things r counts.
@@ -251,20 +282,25 @@ var (
 )
 
 // leaseTakeCall is janitor_lease.lua: the shard's janitor lease taken by
-// instance for ttl unless someone holds it; it runs out of memory. Taken,
-// it tells which of the due keys hold work at now (ms; a list, lists[i]:
-// any).
+// instance for ttl unless someone holds it (with renew, renewed when
+// instance holds it already); it runs out of memory. Taken, it tells
+// which of the due keys hold work at now (ms; a list, lists[i]: any).
 type leaseTakeCall struct {
 	lease, schedule, instance string
 	ttl                       time.Duration
 	now                       int64
+	renew                     bool
 	due                       []string
 	lists                     []bool
 }
 
 func (leaseTakeCall) Script() *redisx.Script { return leaseScript }
 func (c leaseTakeCall) KeysArgs() ([]string, []any) {
-	args := []any{c.instance, c.ttl.Milliseconds(), c.now}
+	renew := ""
+	if c.renew {
+		renew = "r"
+	}
+	args := []any{c.instance, c.ttl.Milliseconds(), c.now, renew}
 	for _, list := range c.lists {
 		kind := "z"
 		if list {

@@ -361,15 +361,185 @@ func (h *hang) awaitEntered(t *testing.T, n int) {
 
 // runJanitor runs j every 20 ms until the test ends, then waits for Run
 // to return.
-func runJanitor(t *testing.T, j *janitor.Janitor) {
+func runJanitor(t *testing.T, j *janitor.Janitor) { runJanitorEvery(t, j, 20*time.Millisecond) }
+
+// runJanitorEvery is runJanitor every interval.
+func runJanitorEvery(t *testing.T, j *janitor.Janitor, interval time.Duration) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		j.Run(ctx, "i1", 20*time.Millisecond, slog.New(slog.DiscardHandler))
+		j.Run(ctx, "i1", interval, slog.New(slog.DiscardHandler))
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-ran
 	})
+}
+
+// The lease's script as a visit that waited for its place runs it: it
+// renews the lease its instance holds, takes a free one, and leaves
+// another instance's; a visit's first take never renews (SET NX).
+func TestLeaseConfirmedOnlyByItsHolder(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := t.Context()
+			j, client, lease := newJanitor(t, b)
+			const ttl = time.Minute
+			for _, step := range []struct {
+				what, instance string
+				renew, held    bool
+				holder         string
+			}{
+				{"taken when free", "i1", false, true, "i1"},
+				{"a first take by its holder", "i1", false, false, "i1"},
+				{"renewed by its holder", "i1", true, true, "i1"},
+				{"another's, confirmed", "i2", true, false, "i1"},
+				{"another's, taken", "i2", false, false, "i1"},
+			} {
+				// the lease shortened, so that a renewal shows
+				if err := client.PExpire(ctx, lease(1), 30*time.Second).Err(); err != nil {
+					t.Fatal(err)
+				}
+				held, err := j.TakeLease(ctx, 1, step.instance, ttl, step.renew)
+				if err != nil || held != step.held {
+					t.Fatalf("%s: held %v, %v; want %v", step.what, held, err, step.held)
+				}
+				pttl := client.PTTL(ctx, lease(1)).Val()
+				if got := client.Get(ctx, lease(1)).Val(); got != step.holder || (pttl > 30*time.Second) != step.held {
+					t.Fatalf("%s: lease held by %q for %v; want %q, renewed %v", step.what, got, pttl, step.holder, step.held)
+				}
+			}
+			if err := client.Del(ctx, lease(1)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if held, err := j.TakeLease(ctx, 1, "i2", ttl, true); err != nil || !held || client.Get(ctx, lease(1)).Val() != "i2" {
+				t.Fatalf("a free lease confirmed: held %v, %v, holder %q; want taken by i2", held, err, client.Get(ctx, lease(1)).Val())
+			}
+		})
+	}
+}
+
+// A visit that waited for its place past its lease, while another
+// instance took the lapsed lease, does nothing: that instance visits the
+// shard. Once the other instance's lease is gone, the shard is visited
+// again. Four visits (visitsPerNode) hold the node's places; the fifth
+// shard's waits.
+func TestVisitThatWaitedPastItsLeaseYieldsIt(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	var mu sync.Mutex
+	entered, visits := map[int]bool{}, map[int]int{}
+	stop := make(chan struct{})
+	release := sync.OnceFunc(func() { close(stop) })
+	t.Cleanup(release)
+	wait := janitor.Task{Run: func(ctx context.Context, shard int, _ time.Duration, _ janitor.Report) error {
+		mu.Lock()
+		entered[shard] = true
+		mu.Unlock()
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	counted := janitor.Task{Run: func(_ context.Context, shard int, _ time.Duration, _ janitor.Report) error {
+		mu.Lock()
+		defer mu.Unlock()
+		visits[shard]++
+		return nil
+	}}
+	j, client, lease := newJanitorOf(t, b, 5, wait, counted)
+	runJanitor(t, j) // i1, a lease of 20 ms
+	waiter := -1
+	for deadline := time.Now().Add(20 * time.Second); waiter < 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("shards %v entered, want 4", entered)
+		}
+		mu.Lock()
+		if len(entered) == 4 {
+			for shard := range 5 {
+				if !entered[shard] {
+					waiter = shard
+				}
+			}
+		}
+		mu.Unlock()
+	}
+	// another instance takes the waiting visit's lapsed lease
+	if err := client.Set(t.Context(), lease(waiter), "i2", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the waiting visit past its lease, however fast the machine
+	release()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		least := -1
+		for shard := range 5 {
+			if shard != waiter && (least < 0 || visits[shard] < least) {
+				least = visits[shard]
+			}
+		}
+		n := visits[waiter]
+		mu.Unlock()
+		if n != 0 {
+			t.Fatalf("shard %d visited %d times while another instance held its lease", waiter, n)
+		}
+		if least >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other shards visited %d times at least, want 3", least)
+		}
+	}
+	if err := client.Del(t.Context(), lease(waiter)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := visits[waiter]
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shard %d not visited once the other instance's lease went", waiter)
+		}
+	}
+}
+
+// A visit of Run's holds its lease for 7/8 of the interval, so that it
+// has lapsed when the instance's next tick comes: a lease of the whole
+// interval was, most often, still held then, and an instance alone
+// visited each shard every other interval.
+func TestRunLeaseLapsesBeforeTheNextTick(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	const interval = 400 * time.Millisecond
+	var client redis.UniversalClient
+	var lease func(int) string
+	held := make(chan time.Duration, 100)
+	read := janitor.Task{Run: func(ctx context.Context, shard int, got time.Duration, _ janitor.Report) error {
+		if shard == 0 {
+			select {
+			case held <- client.PTTL(ctx, lease(0)).Val():
+			default:
+			}
+			if got != interval*7/8 {
+				t.Errorf("the task was given a lease of %v, want %v", got, interval*7/8)
+			}
+		}
+		return nil
+	}}
+	var j *janitor.Janitor
+	j, client, lease = newJanitorOf(t, b, 1, read)
+	runJanitorEvery(t, j, interval)
+	for range 3 {
+		select {
+		case pttl := <-held:
+			if pttl <= 0 || pttl > interval*7/8 {
+				t.Fatalf("the visit's lease has %v left, want within (0, %v]", pttl, interval*7/8)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("shard 0 not visited")
+		}
+	}
 }
