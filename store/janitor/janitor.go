@@ -167,9 +167,10 @@ func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease t
 // visit is Visit whose tasks, with places, wait for one of them once the
 // lease is taken (the lease's script batched with the other shards'),
 // and give it back. A visit that waited past half its lease confirms it
-// before its tasks run: renewed while its own, taken again when it lapsed
-// and is free; held by another instance, the visit ends there, doing
-// nothing (that instance's visit does the work).
+// before its tasks run, until the first lease's end (an eighth of lease
+// at least, the lease its tasks are given): renewed while its own, taken
+// again when it lapsed and is free; held by another instance, the visit
+// ends there, doing nothing (that instance's visit does the work).
 func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease time.Duration, places chan struct{}) (Report, error) {
 	rep := Report{}
 	// a script (not SET NX), so that a full Redis lets the visit that
@@ -197,9 +198,13 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 		// a visit that waited for its place past half its lease may have
 		// let it lapse, and another instance may be visiting the shard:
 		// the lease is renewed if still its own, taken if free, else
-		// the visit ends (the other instance does the work)
+		// the visit ends (the other instance does the work). It is held
+		// until the first lease's end, not a whole lease more, so that
+		// the instance's next tick finds it lapsed (an eighth of the
+		// lease at least: the tasks' share of it)
 		if time.Since(taken) > lease/2 {
-			call.now, call.renew = time.Now().UnixMilli(), true
+			lease = max(time.Until(taken.Add(lease)), lease/8)
+			call.now, call.ttl, call.renew = time.Now().UnixMilli(), lease, true
 			if work, held, err = j.take(ctx, call); err != nil || !held {
 				return rep, err
 			}

@@ -119,6 +119,42 @@ func TestBackfill(t *testing.T) {
 	})
 }
 
+// A user queued twice (a claim lost in a failover: ForgetClaim) is
+// backfilled once: the pass offers a room only the first of the user's
+// tickets, and the other stays searching.
+func TestBackfillTakesAUserOnce(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		queue := ffaQueue(t, e)
+		t1 := queue("u1", 1000)
+		queue("u2", 1010)
+		m.Round(ctx) // a match of 2: its room has 2 free seats
+		first, err := e.tickets.Get(ctx, t1.ID)
+		if err != nil || first.RoomID == "" {
+			t.Fatalf("first match: %+v %v", first, err)
+		}
+		t3 := queue("u3", 1020)
+		if err := e.tickets.ForgetClaim(ctx, "u3"); err != nil {
+			t.Fatal(err)
+		}
+		t4 := queue("u3", 1030)
+		p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != first.RoomID {
+			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, first.RoomID)
+		}
+		if got := p.Matches[0].Tickets; len(got) != 1 || got[0].ID != t3.ID {
+			t.Fatalf("backfilled %+v, want %s alone", got, t3.ID)
+		}
+		if got, err := e.tickets.Get(ctx, t4.ID); err != nil || got.Status != matchmaking.Searching {
+			t.Fatalf("u3's second ticket: %+v %v, want searching", got, err)
+		}
+	})
+}
+
 // A room that was full when the backfill's seats were held (taken since
 // the pass read it) keeps its place among the backfill rooms: a seat freed
 // later is backfilled.

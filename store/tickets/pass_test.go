@@ -26,8 +26,9 @@ import (
 // reference is cut at (their steps counted the same), and the passes that
 // follow, each from the last one's cursor, group as the reference does
 // from that anchor on, until a pass tries every ticket left; and 2 v 2
-// whose parties share members, their claims lost (as in a failover): a
-// pass takes only the first ticket of each user in rating order.
+// whose parties share members, their claims lost (as in a failover), on
+// the default budget and on the small one: a pass takes only the first
+// ticket of each user in rating order.
 func TestPassMatchesReferenceGrouping(t *testing.T) {
 	rs := mustRules(t, `
 modes:
@@ -62,6 +63,7 @@ modes:
 		{"2v2-cut", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{Work: 40}, false},
 		{"5v5-cut", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{Try: 8, Work: 120}, false},
 		{"2v2-lost-claims", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{}, true},
+		{"2v2-lost-claims-cut", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{Work: 40}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rs.Of(tc.mode)

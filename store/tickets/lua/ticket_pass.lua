@@ -198,7 +198,7 @@ local function has(n)
       if not again then
         for _, u in ipairs(users) do seen[u] = true end
         es[#es + 1] = {id = id, rating = tonumber(raw[raw_at + 1]), size = g.size, regions = g.regions,
-          eq = g.eq, users = users, st = st}
+          eq = g.eq, users = g.users, st = st}
       end
     end
     raw_at = raw_at + 2
