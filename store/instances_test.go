@@ -227,11 +227,15 @@ func registerLive(tb testing.TB, s *store.Store, in fleet.Instance) {
 	})
 }
 
-// A lapsed registration that nobody reaped is not listed as live.
+// A lapsed registration that nobody reaped is not listed, nor counted,
+// as live.
 func TestInstanceLapsedIsNotListedBeforeReap(t *testing.T) {
 	eachRegistry(t, func(t *testing.T, s *store.Store) {
 		heartbeat(t, s, self("gone", time.Now()))
 		time.Sleep(registryTTL + 100*time.Millisecond)
+		if n, err := s.Fleet().Live(context.Background()); err != nil || n != 0 {
+			t.Fatalf("live %d %v after the lapse, want 0", n, err)
+		}
 		// The hash expired with the registration: nothing to list even
 		// before a reap removes the id from the set.
 		if n := registryKeys(t, s); n != 1 {
@@ -256,6 +260,13 @@ func TestInstanceDeregister(t *testing.T) {
 		if n := registryKeys(t, s); n != 3 {
 			t.Fatalf("%d registry keys for two instances, want 3", n)
 		}
+		live := func(want int) {
+			t.Helper()
+			if n, err := s.Fleet().Live(ctx); err != nil || n != want {
+				t.Fatalf("live %d %v, want %d", n, err, want)
+			}
+		}
+		live(2)
 		s.Client().Set(ctx, s.JanitorKey(3), "one", time.Minute)
 		if err := s.Fleet().DeregisterInstance(ctx, "one"); err != nil {
 			t.Fatal(err)
@@ -263,6 +274,7 @@ func TestInstanceDeregister(t *testing.T) {
 		if got := ids(listed(t, s)); !equal(got, []string{"two"}) {
 			t.Fatalf("after deregistering one: %v", got)
 		}
+		live(1)
 		if s.Client().Exists(ctx, s.JanitorKey(3)).Val() != 0 {
 			t.Error("the janitor lease of the deregistered instance remains")
 		}

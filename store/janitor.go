@@ -37,6 +37,9 @@ type Report = janitor.Report
 func (s *Store) newJanitor() *janitor.Janitor {
 	return janitor.New(janitor.Config{Base: s.base, Lease: s.keys.Janitor, Schedule: s.keys.Due,
 		Tick: s.janitorTick, Actions: s.janitorActions,
+		// the instances that share the shards' visits (s.fleet is set
+		// once the janitor is made)
+		Peers: func(ctx context.Context) (int, error) { return s.fleet.Live(ctx) },
 		Tasks: []janitor.Task{
 			// a dead instance's rooms, then its users, batch after batch
 			// (thousands), the rooms within a quarter of the lease the

@@ -107,6 +107,14 @@ func (r *Registry) ReapInstances(ctx context.Context) ([]string, error) {
 	return reaped, r.release(ctx, reaped)
 }
 
+// Live is how many instances are registered and not lapsed (their
+// expiries, Redis' clock, against this instance's): one ZCOUNT. The
+// janitors read it to share the shards' visits (janitor.Config.Peers).
+func (r *Registry) Live(ctx context.Context) (int, error) {
+	n, err := r.b.Client.ZCount(ctx, r.live(), strconv.FormatInt(time.Now().UnixMilli(), 10), "+inf").Result()
+	return int(n), redisx.Wrap(err)
+}
+
 // Instances implements fleet.Registry: after reaping, the registered
 // instances, oldest first; a hash that is gone expired with its
 // registration.

@@ -73,7 +73,20 @@ type Config struct {
 	// Actions, when set, is told what each visit did (kind, count), by
 	// visits of several shards at once: it must be safe for concurrent use.
 	Actions func(kind string, n int)
+	// Peers, when set, is how many instances run janitors, this one
+	// included (the instance registry's live count), read beside each
+	// round's visits (the last count is used). With more than one, an
+	// instance that took a shard's lease yieldAfter rounds in a row does
+	// not try it the next round, so that another instance takes it: a
+	// lease lapses before its holder's next round, which its holder would
+	// otherwise win every time, and the visits of all the shards would
+	// stay with the first instance to take them. nil: one instance.
+	Peers func(ctx context.Context) (int, error)
 }
+
+// yieldAfter is how many rounds in a row an instance among others visits
+// a shard before it leaves the shard's next round to them (Config.Peers).
+const yieldAfter = 8
 
 // Janitor visits shards; safe for concurrent use.
 type Janitor struct{ cfg Config }
@@ -82,7 +95,9 @@ type Janitor struct{ cfg Config }
 func New(cfg Config) *Janitor { return &Janitor{cfg: cfg} }
 
 // Run visits, every interval until ctx ends, each shard whose lease
-// instance wins (for 7/8 of the interval: leaseOf); failures are logged.
+// instance wins (for 7/8 of the interval: leaseOf), but, among other
+// instances (Config.Peers), not a shard it visited yieldAfter rounds in a
+// row, which it leaves to them for a round; failures are logged.
 // The shards are visited at once, so that their lease scripts bound for
 // one node share its round trips, and their tasks run at most
 // visitsPerNode at a time on one node: a visit that waits (its master hung
@@ -98,9 +113,14 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 	var checks, visits sync.WaitGroup
 	defer checks.Wait()
 	defer visits.Wait() // first: a tick may still add checks
-	var ticking atomic.Bool
+	var ticking, counting atomic.Bool
 	busy := make([]atomic.Bool, j.cfg.Base.Shards) // a visit of the shard runs
-	places := map[string]chan struct{}{}           // by node (Base.MasterAddr)
+	// the rounds in a row this instance took the shard's lease, and the
+	// instances running janitors as last read (Config.Peers)
+	streak := make([]atomic.Int32, j.cfg.Base.Shards)
+	var peers atomic.Int64
+	peers.Store(1)
+	places := map[string]chan struct{}{} // by node (Base.MasterAddr)
 	for {
 		select {
 		case <-ctx.Done():
@@ -113,7 +133,20 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 				j.cfg.Tick(ctx, &checks, log)
 			})
 		}
+		if j.cfg.Peers != nil && counting.CompareAndSwap(false, true) {
+			visits.Go(func() {
+				defer counting.Store(false)
+				if n, err := j.cfg.Peers(ctx); err == nil {
+					peers.Store(int64(n))
+				}
+			})
+		}
+		among := peers.Load() > 1
 		for shard := range busy {
+			if among && streak[shard].Load() >= yieldAfter {
+				streak[shard].Store(0) // left to the others this round
+				continue
+			}
 			if !busy[shard].CompareAndSwap(false, true) {
 				continue
 			}
@@ -125,7 +158,12 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 			}
 			visits.Go(func() {
 				defer busy[shard].Store(false)
-				rep, err := j.visit(ctx, shard, instance, leaseOf(interval), node)
+				rep, took, err := j.visit(ctx, shard, instance, leaseOf(interval), node)
+				if took {
+					streak[shard].Add(1)
+				} else {
+					streak[shard].Store(0)
+				}
 				if err != nil && ctx.Err() == nil {
 					log.Warn("janitor", "shard", shard, "err", err)
 				}
@@ -161,7 +199,8 @@ const visitsPerNode = 4
 // nothing is done. Safe for concurrent use, on different shards (a
 // task's own state is its concern).
 func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
-	return j.visit(ctx, shard, instance, lease, nil)
+	rep, _, err := j.visit(ctx, shard, instance, lease, nil)
+	return rep, err
 }
 
 // visit is Visit whose tasks, with places, wait for one of them once the
@@ -170,9 +209,11 @@ func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease t
 // before its tasks run, until the first lease's end (an eighth of lease
 // at least, the lease its tasks are given): renewed while its own, taken
 // again when it lapsed and is free; held by another instance, the visit
-// ends there, doing nothing (that instance's visit does the work).
-func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease time.Duration, places chan struct{}) (Report, error) {
-	rep := Report{}
+// ends there, doing nothing (that instance's visit does the work). took
+// reports whether the visit took the lease (its tasks then ran, or an
+// error ended them).
+func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease time.Duration, places chan struct{}) (rep Report, took bool, err error) {
+	rep = Report{}
 	// a script (not SET NX), so that a full Redis lets the visit that
 	// gives memory back take its lease (lua/janitor_lease.lua)
 	call := leaseTakeCall{lease: j.cfg.Lease(shard), schedule: j.cfg.Schedule(shard), instance: instance, ttl: lease,
@@ -186,13 +227,13 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 	taken := time.Now()
 	work, held, err := j.take(ctx, call)
 	if err != nil || !held {
-		return rep, err
+		return rep, false, err
 	}
 	if places != nil {
 		select {
 		case places <- struct{}{}:
 		case <-ctx.Done():
-			return rep, ctx.Err()
+			return rep, true, ctx.Err()
 		}
 		defer func() { <-places }()
 		// a visit that waited for its place past half its lease may have
@@ -206,7 +247,7 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 			lease = max(time.Until(taken.Add(lease)), lease/8)
 			call.now, call.ttl, call.renew = time.Now().UnixMilli(), lease, true
 			if work, held, err = j.take(ctx, call); err != nil || !held {
-				return rep, err
+				return rep, false, err
 			}
 		}
 	}
@@ -221,10 +262,10 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 			}
 		}
 		if err := task.Run(ctx, shard, lease, rep); err != nil {
-			return rep, err
+			return rep, true, err
 		}
 	}
-	return rep, nil
+	return rep, true, nil
 }
 
 // take runs call: held is false when another instance holds the lease;

@@ -60,15 +60,23 @@ func newJanitor(t *testing.T, b redistest.Backend, tasks ...janitor.Task) (*jani
 // newJanitorOf is newJanitor of shards shards.
 func newJanitorOf(t *testing.T, b redistest.Backend, shards int, tasks ...janitor.Task) (*janitor.Janitor, redis.UniversalClient, func(int) string) {
 	t.Helper()
+	cfg, client := janitorConfig(t, b, shards)
+	cfg.Tasks = tasks
+	return janitor.New(cfg), client, cfg.Lease
+}
+
+// janitorConfig is the Config of a janitor of shards shards on a
+// deployment of its own (a prefix) on b, with no task.
+func janitorConfig(t *testing.T, b redistest.Backend, shards int) (janitor.Config, redis.UniversalClient) {
+	t.Helper()
 	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: shards, PubCmd: c.PubCmd}
-	lease := func(shard int) string { return base.Tag(shard) + ":jtest" }
-	j := janitor.New(janitor.Config{Base: base, Lease: lease, Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }, Tasks: tasks})
-	return j, c.Client, lease
+	return janitor.Config{Base: base, Lease: func(shard int) string { return base.Tag(shard) + ":jtest" },
+		Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }}, c.Client
 }
 
 // One instance per shard per lease: a visit whose lease another instance
@@ -361,15 +369,15 @@ func (h *hang) awaitEntered(t *testing.T, n int) {
 
 // runJanitor runs j every 20 ms until the test ends, then waits for Run
 // to return.
-func runJanitor(t *testing.T, j *janitor.Janitor) { runJanitorEvery(t, j, 20*time.Millisecond) }
+func runJanitor(t *testing.T, j *janitor.Janitor) { runJanitorEvery(t, j, "i1", 20*time.Millisecond) }
 
-// runJanitorEvery is runJanitor every interval.
-func runJanitorEvery(t *testing.T, j *janitor.Janitor, interval time.Duration) {
+// runJanitorEvery is runJanitor as instance every interval.
+func runJanitorEvery(t *testing.T, j *janitor.Janitor, instance string, interval time.Duration) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		j.Run(ctx, "i1", interval, slog.New(slog.DiscardHandler))
+		j.Run(ctx, instance, interval, slog.New(slog.DiscardHandler))
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -531,7 +539,7 @@ func TestRunLeaseIsSevenEighthsOfTheInterval(t *testing.T) {
 	}}
 	var j *janitor.Janitor
 	j, client, lease = newJanitorOf(t, b, 1, read)
-	runJanitorEvery(t, j, interval)
+	runJanitorEvery(t, j, "i1", interval)
 	for range 3 {
 		select {
 		case pttl := <-held:
@@ -542,4 +550,57 @@ func TestRunLeaseIsSevenEighthsOfTheInterval(t *testing.T) {
 			t.Fatal("shard 0 not visited")
 		}
 	}
+}
+
+// Among several instances (Config.Peers), the shards' visits move between
+// them: i1, alone at first, visits all 4 shards; i2 starts beside it, and
+// takes each shard once i1, having visited it 8 rounds in a row, leaves
+// it a round to the others. (A lease lapses
+// before its holder's next round, which would win it every time: i2 then
+// took a shard only if its rounds fell in the eighth of the interval
+// between the lapse and i1's round.)
+func TestRunSharesTheShardsAmongInstances(t *testing.T) {
+	const shards = 4
+	b := redistest.Backends(t)[0]
+	cfg, _ := janitorConfig(t, b, shards)
+	cfg.Peers = func(context.Context) (int, error) { return 2, nil }
+	var mu sync.Mutex
+	visits := map[string]map[int]int{"i1": {}, "i2": {}}
+	rounds := map[string]int{}
+	janitorOf := func(instance string) *janitor.Janitor {
+		c := cfg
+		c.Tasks = []janitor.Task{{Run: func(_ context.Context, shard int, _ time.Duration, _ janitor.Report) error {
+			mu.Lock()
+			defer mu.Unlock()
+			visits[instance][shard]++
+			return nil
+		}}}
+		c.Tick = func(context.Context, *sync.WaitGroup, *slog.Logger) {
+			mu.Lock()
+			defer mu.Unlock()
+			rounds[instance]++
+		}
+		return janitor.New(c)
+	}
+	await := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			ok := done()
+			mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("%s: visits %v in rounds %v", what, visits, rounds)
+			}
+		}
+	}
+	const interval = 200 * time.Millisecond
+	runJanitorEvery(t, janitorOf("i1"), "i1", interval)
+	await("i1 alone visits every shard", func() bool { return len(visits["i1"]) == shards })
+	runJanitorEvery(t, janitorOf("i2"), "i2", interval)
+	await("i2 visits every shard", func() bool { return len(visits["i2"]) == shards })
 }
