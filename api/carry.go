@@ -60,6 +60,9 @@ import (
 type carrying struct {
 	rest  sse.Rest
 	after func()
+	// id: the request's id (observe's, set with after), for the rest's
+	// log lines: carryStreams' request is the one before observe
+	id string
 	// broken: the handler's goroutine panicked; rest only ends the stream
 	// (streamClient.Send fails)
 	broken bool
@@ -142,10 +145,12 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return // else gone while it waited: nobody to answer
 	}
-	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
+	// the opening's request: the rest keeps r, which net/http keeps
+	// anyway, not this copy
+	opening := r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
 	if c.opensOnly {
 		defer c.leave()
-		cs.Router.ServeHTTP(w, r)
+		cs.Router.ServeHTTP(w, opening)
 		return
 	}
 	done := make(chan any, 1)
@@ -155,13 +160,13 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			done <- recover() // nil unless it panicked
 		}()
 		growstack.Grow() // the opening goes deep at once, and ends
-		cs.Router.ServeHTTP(w, r)
+		cs.Router.ServeHTTP(w, opening)
 	}()
 	v := <-done
 	if v != nil {
 		c.broken = true
 	}
-	restPanicked := c.rest != nil && cs.runRest(r, c.rest)
+	restPanicked := c.rest != nil && cs.runRest(r, c)
 	if c.after != nil {
 		c.after()
 	}
@@ -211,27 +216,27 @@ func takenOver(r *http.Request) bool {
 	return takeable(r) && strings.HasPrefix(r.URL.Path, "/v1/rooms/")
 }
 
-// runRest runs the carried rest of r's stream to its end and reports
+// runRest runs the rest c carried of r's stream to its end and reports
 // whether a Step panicked (logged; the stream released itself). An idle
-// stream waits here, in rest.Wait, which does not panic (sse.Rest) and is
+// stream waits here, in Wait, which does not panic (sse.Rest) and is
 // not recovered: keep this frame small, with no defer.
-func (cs carryStreams) runRest(r *http.Request, rest sse.Rest) (panicked bool) {
+func (cs carryStreams) runRest(r *http.Request, c *carrying) (panicked bool) {
 	for {
-		rest.Wait()
-		goOn, panicked := cs.step(r, rest)
+		c.rest.Wait()
+		goOn, panicked := cs.step(r, c)
 		if !goOn {
 			return panicked
 		}
 	}
 }
 
-// step runs rest's Step; a panic of it is logged and ends the stream.
-func (cs carryStreams) step(r *http.Request, rest sse.Rest) (goOn, panicked bool) {
+// step runs c's rest's Step; a panic of it is logged and ends the stream.
+func (cs carryStreams) step(r *http.Request, c *carrying) (goOn, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			cs.log.Error("panic", pathAttr(r.URL.Path), "panic", v, "request_id", requestID(r.Context()))
+			cs.log.Error("panic", pathAttr(r.URL.Path), "panic", v, "request_id", c.id)
 			goOn, panicked = false, true
 		}
 	}()
-	return rest.Step(), false
+	return c.rest.Step(), false
 }

@@ -53,7 +53,8 @@ func TestCarryStreamsEndsTheStreamOnAPanic(t *testing.T) {
 }
 
 // A panic of the carried rest itself (after the handler returned) is
-// logged, the stream's access line still written, and the response
+// logged, with the request's id (observe's, handed over with the access
+// line), the stream's access line still written, and the response
 // aborted.
 func TestCarriedRestPanicIsLoggedAndAborts(t *testing.T) {
 	r := chi.NewRouter()
@@ -61,7 +62,7 @@ func TestCarriedRestPanicIsLoggedAndAborts(t *testing.T) {
 	r.Get("/v1/me/events", func(w http.ResponseWriter, req *http.Request) {
 		c := carryingFrom(req.Context())
 		c.rest = restFunc(func() { panic("in the stream") })
-		c.after = func() { logged = true }
+		c.after, c.id = func() { logged = true }, "req-7"
 	})
 	var logs bytes.Buffer
 	cs := carryStreams{Router: r, log: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -73,8 +74,27 @@ func TestCarriedRestPanicIsLoggedAndAborts(t *testing.T) {
 		}()
 		cs.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/me/events", nil))
 	}()
-	if !logged || !strings.Contains(logs.String(), "in the stream") {
+	if !logged || !strings.Contains(logs.String(), "in the stream") || !strings.Contains(logs.String(), "request_id=req-7") {
 		t.Fatalf("access line written %v, log %q", logged, logs.String())
+	}
+}
+
+// observe hands the request's id to the carried rest with its access
+// line (carryStreams' own request is the one before observe, whose
+// context has no exchange).
+func TestObserveHandsTheRequestIDToTheCarriedRest(t *testing.T) {
+	s := &Server{log: slog.New(slog.DiscardHandler), ids: newRequestIDs(), metrics: noMetrics{}}
+	r := chi.NewRouter()
+	r.Use(s.observe)
+	var c *carrying
+	r.Get("/v1/me/events", func(w http.ResponseWriter, req *http.Request) {
+		c = carryingFrom(req.Context())
+		c.rest = restFunc(func() {})
+	})
+	rec := httptest.NewRecorder()
+	carryStreams{Router: r, log: s.log}.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/me/events", nil))
+	if id := rec.Header().Get(requestIDHeader); c == nil || id == "" || c.id != id || c.after == nil {
+		t.Fatalf("the carried rest's request id %q, the answer's %q", c.id, id)
 	}
 }
 

@@ -266,6 +266,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		if c := carryingFrom(r.Context()); c != nil && c.rest != nil {
 			c.after = func() { s.record(context.Background(), a) } // after the rest of the stream
+			c.id = x.id
 			return
 		}
 		s.record(r.Context(), a)
