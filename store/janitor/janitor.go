@@ -244,7 +244,7 @@ func (j *Janitor) visit(ctx context.Context, shard int, instance string, lease t
 		// the instance's next tick finds it lapsed (an eighth of the
 		// lease at least: the tasks' share of it)
 		if time.Since(taken) > lease/2 {
-			lease = max(time.Until(taken.Add(lease)), lease/8)
+			lease = max(time.Until(taken.Add(lease)), lease/8, time.Millisecond) // PX takes whole ms
 			call.now, call.ttl, call.renew = time.Now().UnixMilli(), lease, true
 			if work, held, err = j.take(ctx, call); err != nil || !held {
 				return rep, false, err
