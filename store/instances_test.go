@@ -255,8 +255,8 @@ func TestInstanceLapsedIsNotListedBeforeReap(t *testing.T) {
 func TestInstanceDeregister(t *testing.T) {
 	eachRegistry(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		heartbeat(t, s, self("one", time.Now()))
-		heartbeat(t, s, self("two", time.Now()))
+		registerLive(t, s, self("one", time.Now()))
+		registerLive(t, s, self("two", time.Now()))
 		if n := registryKeys(t, s); n != 3 {
 			t.Fatalf("%d registry keys for two instances, want 3", n)
 		}

@@ -108,8 +108,10 @@ func (r *Registry) ReapInstances(ctx context.Context) ([]string, error) {
 }
 
 // Live is how many instances are registered and not lapsed (their
-// expiries, Redis' clock, against this instance's): one ZCOUNT. The
-// janitors read it to share the shards' visits (janitor.Config.Peers).
+// expiries, Redis' clock, against this instance's: a clock ahead of
+// Redis' by more than the TTL counts none, one behind counts lapsed
+// instances until they are reaped): one ZCOUNT. The janitors read it to
+// share the shards' visits (janitor.Config.Peers).
 func (r *Registry) Live(ctx context.Context) (int, error) {
 	n, err := r.b.Client.ZCount(ctx, r.live(), strconv.FormatInt(time.Now().UnixMilli(), 10), "+inf").Result()
 	return int(n), redisx.Wrap(err)

@@ -143,7 +143,7 @@ func (j *Janitor) Run(ctx context.Context, instance string, interval time.Durati
 		}
 		among := peers.Load() > 1
 		for shard := range busy {
-			if among && streak[shard].Load() >= yieldAfter {
+			if among && streak[shard].Load() >= yieldAfter && !busy[shard].Load() {
 				streak[shard].Store(0) // left to the others this round
 				continue
 			}
