@@ -91,3 +91,11 @@ func (s *Store) PendingKey(mode string) string { return s.pending(mode) }
 func (s *Store) ForgetClaim(ctx context.Context, uid string) error {
 	return s.b.Client.Del(ctx, s.userKey(uid)).Err()
 }
+
+// ForgetActive deletes uid's active-ticket field among mode's shard's
+// tickets, as for a ticket queued by a release before the field
+// (ticket_create): with ForgetClaim, uid may then queue another ticket of
+// the mode beside it.
+func (s *Store) ForgetActive(ctx context.Context, mode, uid string) error {
+	return s.b.Client.HDel(ctx, s.modeTickets(mode), "u:"+uid).Err()
+}

@@ -26,7 +26,8 @@ import (
 // reference is cut at (their steps counted the same), and the passes that
 // follow, each from the last one's cursor, group as the reference does
 // from that anchor on, until a pass tries every ticket left; and 2 v 2
-// whose parties share members, their claims lost (as in a failover), on
+// whose parties share members, their claims lost (as in a failover, the
+// tickets queued by a release before the active-ticket fields), on
 // the default budget and on the small one: a pass takes only the first
 // ticket of each user in rating order.
 func TestPassMatchesReferenceGrouping(t *testing.T) {
@@ -212,8 +213,10 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 // queueAtOnce queues a ticket of each params (the i-th of user "u<i>"),
 // as close in time as the store allows, and returns them as the
 // reference reads them (readEntries; Redis stamps each creation). With
-// lost, one at a time, each ticket's claims forgotten once it is queued
-// (tickets.Store.ForgetClaim), so that tickets may share users.
+// lost, one at a time, each ticket's claims and its users' active-ticket
+// fields forgotten once it is queued (tickets.Store.ForgetClaim,
+// ForgetActive: a claim lost in a failover, beside a ticket a release
+// before the fields queued), so that tickets may share users.
 func queueAtOnce(t *testing.T, e env, r matchmaking.Rules, params []matchmaking.TicketParams, lost bool) (entries []matchmaking.Entry, first, last time.Time) {
 	t.Helper()
 	ctx := context.Background()
@@ -230,6 +233,9 @@ func queueAtOnce(t *testing.T, e env, r matchmaking.Rules, params []matchmaking.
 			for _, u := range tk.Users() {
 				if err == nil && lost {
 					err = e.tickets.ForgetClaim(ctx, u)
+				}
+				if err == nil && lost {
+					err = e.tickets.ForgetActive(ctx, p.Mode, u)
 				}
 			}
 			return err

@@ -7,7 +7,8 @@
 // Keys ("{p:s}" the shard's tag):
 //
 //	{p:m}:mm:tk             hash: every ticket of the modes of shard m
-//	                        (<id> as created, <id>:g group key, <id>:s state)
+//	                        (<id> as created, <id>:g group key, <id>:s state,
+//	                        u:<userId> the user's active ticket: ticket_create)
 //	{p:m}:mm:q:<mode>       zset id → rating: the searching tickets
 //	{p:m}:mm:sched:<mode>   zset id → ms: expiry (searching), end of grace (final)
 //	{p:m}:mm:pend:<mode>    hash match id → JSON: matches whose room is not made
@@ -351,6 +352,10 @@ func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.Gro
 		return t, fmt.Errorf("%w (%d tickets)", matchmaking.ErrQueueFull, maxQueue)
 	case "EXISTS":
 		return t, matchmaking.ErrTicketExists
+	case "ACTIVE": // its claim was lost (ticket_create)
+		uid, _ := rest[0].(string)
+		other, _ := rest[1].(string)
+		return t, fmt.Errorf("user %s has an active ticket, %s: %w", uid, other, matchmaking.ErrTicketActive)
 	}
 	s.mark(s.modeShard(t.Mode))
 	t.Status = matchmaking.Searching

@@ -15,16 +15,35 @@
 -- or later: GT)
 -- Reply: {"OK", created ms, expires ms} | {"QUEUE_FULL"} | {"EXISTS"} (a
 -- ticket of that id is kept, in any status: a keyed create run again; it
--- is left as it is)
+-- is left as it is) | {"ACTIVE", userId, the user's active ticket}
+-- Each user's active ticket among the shard's modes is a field u:<userId>
+-- of KEYS[1], written with the ticket: a second line behind the claim in
+-- the user's slot (matchmaking.Queue.Claim), which a failover of that
+-- slot's master may lose while the ticket stands here. A user whose
+-- ticket it names is searching, or matched and not yet given its room, is
+-- refused; the field goes with its ticket's fields (ticket_pass's sweep).
 local tickets, sched, queue = KEYS[1], KEYS[2], KEYS[3]
 local id = ARGV[1]
 if redis.call('HEXISTS', tickets, id) == 1 then return {'EXISTS'} end
 if redis.call('ZCARD', queue) >= tonumber(ARGV[6]) then return {'QUEUE_FULL'} end
+local users = cjson.decode(ARGV[3]).users
+if type(users) ~= 'table' then users = {} end
+for _, u in ipairs(users) do
+  local other = redis.call('HGET', tickets, 'u:' .. u)
+  local s = other and redis.call('HGET', tickets, other .. ':s')
+  if s then
+    local st = cjson.decode(s)
+    if st.st == 'searching' or st.st == 'matched' and (type(st.rm) ~= 'string' or st.rm == '') then
+      return {'ACTIVE', u, other}
+    end
+  end
+end
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local ex = now + tonumber(ARGV[5])
 redis.call('HSET', tickets, id, ARGV[2], id .. ':g', ARGV[3],
   id .. ':s', cjson.encode({st = 'searching', cr = now, ex = ex}))
+for _, u in ipairs(users) do redis.call('HSET', tickets, 'u:' .. u, id) end
 redis.call('ZADD', queue, ARGV[4], id)
 redis.call('ZADD', sched, ex, id)
 redis.call('ZADD', KEYS[4], 'GT', ex + tonumber(ARGV[8]), ARGV[7])

@@ -108,6 +108,14 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', sched, '-inf', now, 'LIMIT', 0, 
       expired = expired + 1
     end
   else
+    -- its users' active-ticket fields go with it, those that name it
+    local g = redis.call('HGET', tickets, id .. ':g')
+    local users = g and cjson.decode(g).users
+    if type(users) == 'table' then
+      for _, u in ipairs(users) do
+        if redis.call('HGET', tickets, 'u:' .. u) == id then redis.call('HDEL', tickets, 'u:' .. u) end
+      end
+    end
     redis.call('HDEL', tickets, id, id .. ':g', id .. ':s')
     redis.call('ZREM', sched, id)
   end
