@@ -159,58 +159,6 @@ func TestBackfillTakesAUserOnce(t *testing.T) {
 	})
 }
 
-// A user whose claim a failover lost (ForgetClaim) cannot queue a second
-// ticket beside one searching, or matched without its room, in a mode of
-// the same shard: the create finds the user's active-ticket field there
-// (409 TICKET_ACTIVE naming the ticket), whether the user leads the new
-// ticket or is a member of its party; once the first ticket is final, the
-// user queues again. The refused creates leave no claim.
-func TestLostClaimStillOneActiveTicket(t *testing.T) {
-	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		ctx := context.Background()
-		e := open(t, b, rs)
-		rating := 1000.0
-		create := func(uid string, party ...string) (matchmaking.Ticket, error) {
-			return e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating,
-				PartyUserIDs: party})
-		}
-		first, err := create("u1", "u2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, step := range []struct {
-			leader string
-			party  []string
-		}{{"u1", nil}, {"u3", []string{"u2"}}, {"u2", nil}} {
-			for _, u := range append([]string{step.leader}, step.party...) {
-				if err := e.tickets.ForgetClaim(ctx, u); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tk, err := create(step.leader, step.party...)
-			if !errors.Is(err, matchmaking.ErrTicketActive) || !strings.Contains(err.Error(), first.ID) {
-				t.Fatalf("%s's create (party %v) after a lost claim: %+v %v, want TICKET_ACTIVE naming %s", step.leader, step.party, tk, err, first.ID)
-			}
-			if n, _ := e.tickets.Searching(ctx, "ffa"); n != 1 {
-				t.Fatalf("the queue holds %d tickets, want the first alone", n)
-			}
-			if held, err := e.tickets.Claim(ctx, step.leader, "probe", "", time.Minute); err != nil || held.ID != "" {
-				t.Fatalf("%s's claim after the refused create: %+v %v, want none", step.leader, held, err)
-			}
-			if err := e.tickets.Release(ctx, step.leader, "probe"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := e.svc.Cancel(ctx, player("u1"), first.ID); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := create("u2"); err != nil {
-			t.Fatalf("u2's create once the first ticket was cancelled: %v", err)
-		}
-	})
-}
-
 // A room that was full when the backfill's seats were held (taken since
 // the pass read it) keeps its place among the backfill rooms: a seat freed
 // later is backfilled.
