@@ -99,3 +99,20 @@ func (s *Store) ForgetClaim(ctx context.Context, uid string) error {
 func (s *Store) ForgetActive(ctx context.Context, mode, uid string) error {
 	return s.b.Client.HDel(ctx, s.modeTickets(mode), "u:"+uid).Err()
 }
+
+// SetExpires rewrites ticket id's expiry (ms) in its state, as if its TTL
+// ended then (its place in the schedule is left: no pass has seen it).
+func (s *Store) SetExpires(ctx context.Context, mode, id string, ms int64) error {
+	key := s.modeTickets(mode)
+	raw, err := s.b.Client.HGet(ctx, key, id+":s").Result()
+	if err != nil {
+		return err
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return err
+	}
+	st["ex"] = ms
+	out, _ := json.Marshal(st)
+	return s.b.Client.HSet(ctx, key, id+":s", out).Err()
+}

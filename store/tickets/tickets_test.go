@@ -396,10 +396,12 @@ func TestOverlappingKeyedCreatesKeepTheClaims(t *testing.T) {
 // ticket beside one searching, or matched without its room, in a mode of
 // the same shard: the create finds the user's active-ticket field there
 // (409 TICKET_ACTIVE naming the ticket), whether the user leads the new
-// ticket or is a member of its party; once the first ticket is final, the
-// user queues again. The refused creates leave no claim.
+// ticket or is a member of its party; once the first ticket is final
+// (cancelled, past its expiry though no pass marked it yet, or given its
+// match's room), the user queues again. The refused creates leave no
+// claim.
 func TestLostClaimStillOneActiveTicket(t *testing.T) {
-	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n")
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n  trio:\n    minPlayers: 3\n    maxPlayers: 3\n")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
@@ -440,6 +442,45 @@ func TestLostClaimStillOneActiveTicket(t *testing.T) {
 		}
 		if _, err := create("u2"); err != nil {
 			t.Fatalf("u2's create once the first ticket was cancelled: %v", err)
+		}
+		// past its expiry, before any pass marked it
+		stale, err := create("u5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.tickets.SetExpires(ctx, "ffa", stale.ID, time.Now().Add(-time.Minute).UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.tickets.ForgetClaim(ctx, "u5"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := create("u5"); err != nil {
+			t.Fatalf("u5's create beside a ticket past its expiry: %v", err)
+		}
+		// matched without its room, then given it
+		trio := func(uid string) (matchmaking.Ticket, error) {
+			return e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "trio", Regions: []string{"eu"}, Rating: &rating})
+		}
+		for _, uid := range []string{"v1", "v2", "v3"} {
+			if _, err := trio(uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := e.tickets.Pass(ctx, "trio", rs.Of("trio"), matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil || len(p.Matches) != 1 {
+			t.Fatalf("pass %+v %v, want one match", p, err)
+		}
+		if err := e.tickets.ForgetClaim(ctx, "v1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := trio("v1"); !errors.Is(err, matchmaking.ErrTicketActive) {
+			t.Fatalf("v1's create while matched without a room: %v, want TICKET_ACTIVE", err)
+		}
+		if _, err := e.tickets.Assign(ctx, p.Matches[0], "r1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := trio("v1"); err != nil {
+			t.Fatalf("v1's create once its match has its room: %v", err)
 		}
 	})
 }

@@ -20,12 +20,16 @@
 -- of KEYS[1], written with the ticket: a second line behind the claim in
 -- the user's slot (matchmaking.Queue.Claim), which a failover of that
 -- slot's master may lose while the ticket stands here. A user whose
--- ticket it names is searching, or matched and not yet given its room, is
--- refused; the field goes with its ticket's fields (ticket_pass's sweep).
+-- ticket it names is searching, or matched and not yet given its room,
+-- and not past its expiry (as matchmaking.Service's final: a ticket past
+-- it is replaced before a pass marks it), is refused; the field goes with
+-- its ticket's fields (ticket_pass's sweep).
 local tickets, sched, queue = KEYS[1], KEYS[2], KEYS[3]
 local id = ARGV[1]
 if redis.call('HEXISTS', tickets, id) == 1 then return {'EXISTS'} end
 if redis.call('ZCARD', queue) >= tonumber(ARGV[6]) then return {'QUEUE_FULL'} end
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local users = cjson.decode(ARGV[3]).users
 if type(users) ~= 'table' then users = {} end
 for _, u in ipairs(users) do
@@ -33,13 +37,12 @@ for _, u in ipairs(users) do
   local s = other and redis.call('HGET', tickets, other .. ':s')
   if s then
     local st = cjson.decode(s)
-    if st.st == 'searching' or st.st == 'matched' and (type(st.rm) ~= 'string' or st.rm == '') then
+    local active = st.st == 'searching' or st.st == 'matched' and (type(st.rm) ~= 'string' or st.rm == '')
+    if active and (tonumber(st.ex) or 0) > now then
       return {'ACTIVE', u, other}
     end
   end
 end
-local T = redis.call('TIME')
-local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local ex = now + tonumber(ARGV[5])
 redis.call('HSET', tickets, id, ARGV[2], id .. ':g', ARGV[3],
   id .. ':s', cjson.encode({st = 'searching', cr = now, ex = ex}))
