@@ -54,6 +54,11 @@ func (s *Store) BackfillKey(mode string) string { return s.backfill(mode) }
 // SetCreated rewrites ticket id's creation time (ms) in its state, as if
 // it had waited since then.
 func (s *Store) SetCreated(ctx context.Context, mode, id string, ms int64) error {
+	return s.setState(ctx, mode, id, "cr", ms)
+}
+
+// setState rewrites field of ticket id's state to ms.
+func (s *Store) setState(ctx context.Context, mode, id, field string, ms int64) error {
 	key := s.modeTickets(mode)
 	raw, err := s.b.Client.HGet(ctx, key, id+":s").Result()
 	if err != nil {
@@ -63,7 +68,7 @@ func (s *Store) SetCreated(ctx context.Context, mode, id string, ms int64) error
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return err
 	}
-	st["cr"] = ms
+	st[field] = ms
 	out, _ := json.Marshal(st)
 	return s.b.Client.HSet(ctx, key, id+":s", out).Err()
 }
@@ -103,16 +108,5 @@ func (s *Store) ForgetActive(ctx context.Context, mode, uid string) error {
 // SetExpires rewrites ticket id's expiry (ms) in its state, as if its TTL
 // ended then (its place in the schedule is left: no pass has seen it).
 func (s *Store) SetExpires(ctx context.Context, mode, id string, ms int64) error {
-	key := s.modeTickets(mode)
-	raw, err := s.b.Client.HGet(ctx, key, id+":s").Result()
-	if err != nil {
-		return err
-	}
-	var st map[string]any
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return err
-	}
-	st["ex"] = ms
-	out, _ := json.Marshal(st)
-	return s.b.Client.HSet(ctx, key, id+":s", out).Err()
+	return s.setState(ctx, mode, id, "ex", ms)
 }
