@@ -1,8 +1,9 @@
 -- ticket_pass: one matcher pass over a mode's queue, in the mode's slot
 -- (matchmaking.Group is the same grouping in Go; a differential test
 -- holds them together). No prelude. A ticket sharing a user with one
--- before it in the page's rating order (a claim lost in a failover) is
--- left out of the pass, backfill and walk alike.
+-- before it in the page's rating order (a claim lost in a failover,
+-- beside a ticket queued before ticket_create recorded users' active
+-- tickets) is left out of the pass, backfill and walk alike.
 -- 1. The schedule: searching tickets past their expiry leave the queue
 --    as expired; final tickets past their grace are dropped.
 -- 2. Backfill (ARGV[16] not ""): each open room of KEYS[5], by id from
