@@ -53,11 +53,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -261,7 +263,8 @@ func call(ctx context.Context, method, url, token string, body, out any) error {
 	if res.StatusCode >= 300 {
 		var p struct{ Code, Detail string }
 		json.NewDecoder(res.Body).Decode(&p)
-		return &httpError{method: method, url: url, status: res.StatusCode, code: p.Code, detail: p.Detail}
+		return &httpError{method: method, url: url, status: res.StatusCode, code: p.Code, detail: p.Detail,
+			retryAfter: res.Header.Get("Retry-After")}
 	}
 	if out != nil {
 		return json.NewDecoder(res.Body).Decode(out)
@@ -275,6 +278,39 @@ type httpError struct {
 	method, url  string
 	status       int
 	code, detail string
+	retryAfter   string // its Retry-After header, if any
+}
+
+// setupTries is how many times setupCall sends a request answered 503.
+const setupTries = 5
+
+// setupCall is call for a run's setup (guests, the rooms and their
+// players), whose errors end the run: an answer of 503 (the instance
+// overloaded, or the store slow to answer on a busy machine, as the
+// contract allows) is sent again after its Retry-After (1 s without one),
+// up to setupTries times in all, as a client would. Each retry is told on
+// stderr, so a run's log shows a setup that needed them; they are not
+// the measured window's errors. A create retried after a 503 may make a
+// second room (the contract's "may have run"): a setup's lobby is then
+// one room larger, which no figure reads.
+func setupCall(ctx context.Context, method, url, token string, body, out any) error {
+	for try := 1; ; try++ {
+		err := call(ctx, method, url, token, body, out)
+		var he *httpError
+		if !errors.As(err, &he) || he.status != http.StatusServiceUnavailable || try == setupTries {
+			return err
+		}
+		wait := time.Second
+		if s, perr := strconv.Atoi(he.retryAfter); perr == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		fmt.Fprintf(os.Stderr, "rsload: setup: %v (%s), sent again in %v (try %d of %d)\n", err, he.detail, wait, try+1, setupTries)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 func (e *httpError) Error() string {
@@ -292,7 +328,7 @@ type account struct{ Token, UserID string }
 // guestAccount is a new guest account of name on base.
 func guestAccount(ctx context.Context, base, name string) (account, error) {
 	var g account
-	err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": name}, &g)
+	err := setupCall(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": name}, &g)
 	return g, err
 }
 

@@ -317,7 +317,7 @@ func seedRooms(ctx context.Context, c Config) error {
 			}
 			for i := next.Add(1); i <= int64(c.Seed); i = next.Add(1) {
 				mode := [2]string{"pool", "quick"}[i%2]
-				if err := call(ctx, "POST", base+"/v1/rooms", tok, map[string]any{"name": fmt.Sprint("seed ", i),
+				if err := setupCall(ctx, "POST", base+"/v1/rooms", tok, map[string]any{"name": fmt.Sprint("seed ", i),
 					"mode": mode, "region": fmt.Sprint("r", (i/2)%4), "maxPlayers": 8}, nil); err != nil {
 					return err
 				}
@@ -339,7 +339,7 @@ func opsPool(ctx context.Context, c Config) ([]*room, error) {
 			return nil, err
 		}
 		var created struct{ Room struct{ ID string } }
-		if err := call(ctx, "POST", base+"/v1/rooms", owner, map[string]any{"name": fmt.Sprint("pool ", i),
+		if err := setupCall(ctx, "POST", base+"/v1/rooms", owner, map[string]any{"name": fmt.Sprint("pool ", i),
 			"mode": "pool", "region": fmt.Sprint("r", i%4), "maxPlayers": 100, "statePolicy": "open"}, &created); err != nil {
 			return nil, err
 		}

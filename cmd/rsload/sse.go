@@ -429,7 +429,7 @@ func setup(ctx context.Context, c Config) ([]*room, error) {
 			return nil, err
 		}
 		var created struct{ Room struct{ ID string } }
-		if err := call(ctx, "POST", base+"/v1/rooms", owner, map[string]any{"name": fmt.Sprint("load ", i),
+		if err := setupCall(ctx, "POST", base+"/v1/rooms", owner, map[string]any{"name": fmt.Sprint("load ", i),
 			"mode": "load", "region": "local", "maxPlayers": 100, "statePolicy": "open"}, &created); err != nil {
 			return nil, err
 		}
@@ -468,7 +468,7 @@ func joinAll(ctx context.Context, base string, r *room) error {
 				return err
 			}
 			r.users[j] = tok
-			return call(ctx, "POST", base+"/v1/rooms/"+r.id+"/join", tok, nil, nil)
+			return setupCall(ctx, "POST", base+"/v1/rooms/"+r.id+"/join", tok, nil, nil)
 		})
 	}
 	return g.Wait()

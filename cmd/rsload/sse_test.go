@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"maps"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,6 +137,55 @@ func TestSSERunDeliversEverything(t *testing.T) {
 	}
 	if r.LatencyMaxms < r.LatencyP99ms || r.LatencyP99ms < r.LatencyP50ms {
 		t.Errorf("percentiles out of order: %+v", r)
+	}
+}
+
+// A run's setup sends a request answered 503 again after its Retry-After,
+// as the contract lets a client, where a busy machine's slow store used
+// to end a CI smoke run (2026-12-06): the first guest, room create and
+// join are each refused once, and the run is set up and delivers
+// everything. A 4xx is not sent again.
+func TestSetupSendsA503Again(t *testing.T) {
+	var refused sync.Map
+	url := serverWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			kind := r.Method + " " + r.URL.Path
+			if strings.HasSuffix(kind, "/join") {
+				kind = "join"
+			}
+			setup := kind == "POST /v1/auth/guest" || kind == "POST /v1/rooms" || kind == "join"
+			if _, done := refused.LoadOrStore(kind, true); setup && !done {
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"code":"STORE_UNAVAILABLE","detail":"The store cannot be reached; retry later."}`)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	c := Config{URLs: []string{url}, Rooms: 1, Streams: 3, Rate: 20, Duration: time.Second}
+	r, err := runSSE(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"POST /v1/auth/guest", "POST /v1/rooms", "join"} {
+		if _, ok := refused.Load(kind); !ok {
+			t.Errorf("%s was never refused: the test did not exercise its retry", kind)
+		}
+	}
+	if r.Patches == 0 || r.PatchErrors != 0 || r.Expected != r.Patches*3 || r.Delivered != r.Expected {
+		t.Fatalf("report %+v", r)
+	}
+	var tries atomic.Int64
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tries.Add(1)
+		w.WriteHeader(http.StatusConflict)
+	}))
+	defer bad.Close()
+	var he *httpError
+	if err := setupCall(context.Background(), "POST", bad.URL, "", nil, nil); !errors.As(err, &he) || he.status != 409 || tries.Load() != 1 {
+		t.Fatalf("a 409: %v after %d tries, want it returned after 1", err, tries.Load())
 	}
 }
 
