@@ -17,6 +17,10 @@ const PartyTTL = 24 * time.Hour
 // ErrNotInParty: the player is in no party (GET /v1/me/party, 404).
 var ErrNotInParty = errors.New("not in a party")
 
+// MaxPartyListed is the most members GET /v1/me/party/members lists: the
+// most recently joined.
+const MaxPartyListed = 100
+
 // Party is the party a player is in: the leader whose tickets may name
 // them (matchmaking's party consent), until ExpiresAt.
 type Party struct {
@@ -34,6 +38,16 @@ type PartyStore interface {
 	Party(ctx context.Context, user string) (Party, bool, error)
 	// LeaveParty takes user out of their party, if any.
 	LeaveParty(ctx context.Context, user string) error
+	// PartyMembers is the users in leader's party now, the most recently
+	// joined first, at most max.
+	PartyMembers(ctx context.Context, leader string, max int) ([]PartyMember, error)
+}
+
+// PartyMember is a user in a leader's party, until ExpiresAt (when it
+// leaves unless it joins again).
+type PartyMember struct {
+	UserID    string
+	ExpiresAt time.Time
 }
 
 // Parties serves the party routes and answers matchmaking's party
@@ -81,6 +95,17 @@ func (p *Parties) Leave(ctx context.Context, u rooms.User) error {
 		return err
 	}
 	return p.store.LeaveParty(ctx, u.ID)
+}
+
+// Members is the users in player u's party (who joined it naming u and
+// have neither left nor let it expire), the most recently joined first,
+// at most MaxPartyListed. Errors: rooms.ErrScopeRequired for an API key,
+// rooms.ErrUnavailable.
+func (p *Parties) Members(ctx context.Context, u rooms.User) ([]PartyMember, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return nil, err
+	}
+	return p.store.PartyMembers(ctx, u.ID, MaxPartyListed)
 }
 
 // Consents reports whether member is in leader's party: matchmaking's

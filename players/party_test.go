@@ -36,6 +36,16 @@ func (p *memParties) LeaveParty(_ context.Context, user string) error {
 	return p.err
 }
 
+func (p *memParties) PartyMembers(_ context.Context, leader string, max int) ([]players.PartyMember, error) {
+	var out []players.PartyMember
+	for u, party := range p.m {
+		if party.LeaderUserID == leader && len(out) < max {
+			out = append(out, players.PartyMember{UserID: u, ExpiresAt: party.ExpiresAt})
+		}
+	}
+	return out, p.err
+}
+
 // Join takes a player's leader by id, for players.PartyTTL, and refuses anything
 // else naming the field; Consents holds for that leader only, and no
 // longer once the member joined another's party or left.
@@ -98,6 +108,23 @@ func TestParties(t *testing.T) {
 	consents("alice", "bob", true)
 	consents("alice", "carol", false)
 	consents("bob", "alice", false)
+	members := func(leader rooms.User, want ...string) {
+		t.Helper()
+		got, err := p.Members(ctx, leader)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("Members(%s) = %+v %v, want %v", leader.ID, got, err, want)
+		}
+		for i := range want {
+			if got[i].UserID != want[i] {
+				t.Fatalf("Members(%s) = %+v, want %v", leader.ID, got, want)
+			}
+		}
+	}
+	members(rooms.User{ID: "bob"}, "alice")
+	members(rooms.User{ID: "carol"})
+	if _, err := p.Members(ctx, rooms.User{Server: true}); !errors.Is(err, rooms.ErrScopeRequired) {
+		t.Fatalf("an API key's Members: %v, want %v", err, rooms.ErrScopeRequired)
+	}
 	if _, err := p.Join(ctx, alice, "carol"); err != nil {
 		t.Fatal(err)
 	}

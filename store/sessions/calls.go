@@ -32,6 +32,15 @@ var sessionRenewLua string
 //go:embed lua/following_set.lua
 var followingSetLua string
 
+//go:embed lua/party_members_add.lua
+var partyMembersAddLua string
+
+//go:embed lua/party_members_drop.lua
+var partyMembersDropLua string
+
+//go:embed lua/party_set.lua
+var partySetLua string
+
 //go:embed lua/statuses_lapsed.lua
 var statusesLapsedLua string
 
@@ -54,6 +63,9 @@ var (
 	userStreamsOpen  = redisx.Plain("userstreams_open", userStreamsOpenLua)
 	userStreamsRenew = redisx.Plain("userstreams_renew", userStreamsRenewLua)
 	userStreamsClose = redisx.Idempotent("userstreams_close", userStreamsCloseLua)
+	partyMembersAdd  = redisx.Idempotent("party_members_add", partyMembersAddLua)
+	partyMembersDrop = redisx.Idempotent("party_members_drop", partyMembersDropLua)
+	partySet         = redisx.Plain("party_set", partySetLua)
 )
 
 // prelude is what runs in front of session_open, session_close,
@@ -227,6 +239,47 @@ type streamDropCall struct{ key, member string }
 func (streamDropCall) Script() *redisx.Script { return userStreamsClose }
 func (c streamDropCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.member}
+}
+
+// partyMembersAddCall is party_members_add.lua's descriptor: user listed
+// in the leader's party members (key) until exp (ms), at now (ms), the
+// list kept for ttl.
+type partyMembersAddCall struct {
+	key, user string
+	exp, now  int64
+	ttl       time.Duration
+}
+
+func (partyMembersAddCall) Script() *redisx.Script { return partyMembersAdd }
+func (c partyMembersAddCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.user, c.exp, c.now, c.ttl.Milliseconds(), PartyMembersKept}
+}
+
+// partySetCall is party_set.lua's descriptor: the user's party (key) set
+// to leader's, expiring at exp (ms) or just past the party it replaces,
+// kept for ttl.
+type partySetCall struct {
+	key, leader string
+	exp         int64
+	ttl         time.Duration
+}
+
+func (partySetCall) Script() *redisx.Script { return partySet }
+func (c partySetCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.exp, c.leader, c.ttl.Milliseconds()}
+}
+
+// partyMembersDropCall is party_members_drop.lua's descriptor: user
+// dropped from the leader's party members (key) while listed until exp
+// (ms).
+type partyMembersDropCall struct {
+	key, user string
+	exp       int64
+}
+
+func (partyMembersDropCall) Script() *redisx.Script { return partyMembersDrop }
+func (c partyMembersDropCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.user, c.exp}
 }
 
 // statusesLapsedCall is statuses_lapsed.lua's descriptor: users of the
