@@ -161,6 +161,7 @@ PUT    /v1/me/following                      -    U    U         U       U      
 GET    /v1/me/party                          -    U    U         U       U        U       PN    PN     PN    PN     PN   PN    U     U       PN         SR    SR     SR     SR     U      ST      U           U
 PUT    /v1/me/party                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
 DELETE /v1/me/party                          -    U    U         U       U        U       204   204    204   204    204  204   U     U       204        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/me/party/members                  -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
 GET    /v1/presence                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
 GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
 GET    /v1/admin/webhooks/dead-letters       -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
@@ -367,9 +368,10 @@ var routeCalls = map[string]call{
 	"PUT /v1/me/party": {req: func(*matrixEnv, *fixture, string) (string, any) {
 		return "/v1/me/party", map[string]any{"leaderUserId": "someone"}
 	}},
-	"DELETE /v1/me/party":     {req: fixed("/v1/me/party")},
-	"GET /v1/presence":        {req: fixed("/v1/presence?userIds=someone,else")},
-	"GET /v1/admin/instances": {req: fixed("/v1/admin/instances")},
+	"DELETE /v1/me/party":      {req: fixed("/v1/me/party")},
+	"GET /v1/me/party/members": {req: fixed("/v1/me/party/members")},
+	"GET /v1/presence":         {req: fixed("/v1/presence?userIds=someone,else")},
+	"GET /v1/admin/instances":  {req: fixed("/v1/admin/instances")},
 	// no dead letter in the matrix's store: the admin reaches the replay
 	// and is told so (api/webhooks_admin_test.go replays real ones)
 	"GET /v1/admin/webhooks/dead-letters":                        {req: fixed("/v1/admin/webhooks/dead-letters?limit=5")},

@@ -211,6 +211,24 @@ func (s *Server) GetParty(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, partyJSON(p))
 }
 
+// ListPartyMembers implements GET /v1/me/party/members.
+func (s *Server) ListPartyMembers(w http.ResponseWriter, r *http.Request) {
+	if s.parties == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	ms, err := s.parties.Members(r.Context(), userFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := oapi.PartyMembers{Members: make([]oapi.PartyMember, len(ms))}
+	for i, m := range ms {
+		out.Members[i] = oapi.PartyMember{UserId: m.UserID, ExpiresAt: m.ExpiresAt.UTC()}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // LeaveParty implements DELETE /v1/me/party.
 func (s *Server) LeaveParty(w http.ResponseWriter, r *http.Request) {
 	if s.parties == nil {

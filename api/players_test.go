@@ -752,10 +752,34 @@ func TestMeParty(t *testing.T) {
 				}
 				return exp
 			}
-			join("u-bob")
+			bob, bobID := e.guest("bob")
+			carol, carolID := e.guest("carol")
+			lists := func(leader string, members ...string) {
+				t.Helper()
+				r := e.do("GET", "/v1/me/party/members", leader, nil)
+				want(t, r, 200, "")
+				ms, _ := r.body["members"].([]any)
+				got := make([]string, len(ms))
+				for i, m := range ms {
+					m := m.(map[string]any)
+					got[i], _ = m["userId"].(string)
+					if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] == nil || m["expiresAt"] != g.body["expiresAt"] {
+						t.Fatalf("listed %v; the member's party: %v", m, g.body)
+					}
+				}
+				if !slices.Equal(got, members) {
+					t.Fatalf("members %s, want %v", r.raw, members)
+				}
+			}
+			lists(bob)
+			join(bobID)
+			lists(bob, aliceID)
 			e.store.Client().PExpire(ctx, partyKeys()[0], time.Minute)
-			join("u-bob") // renewed
-			join("u-carol")
+			join(bobID) // renewed
+			lists(bob, aliceID)
+			join(carolID)
+			lists(bob)
+			lists(carol, aliceID)
 			for _, c := range []struct {
 				body   any
 				status int
@@ -780,13 +804,18 @@ func TestMeParty(t *testing.T) {
 					t.Errorf("%v: %s", c.body, r.raw)
 				}
 			}
-			if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] != "u-carol" {
+			if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] != carolID {
 				t.Fatalf("party after refused joins: %v", g.body)
 			}
+			lists(carol, aliceID)
 			want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
 			want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
+			lists(carol)
 			if keys := partyKeys(); len(keys) != 0 {
 				t.Fatalf("party keys left after leaving: %v", keys)
+			}
+			if keys, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:partymembers:*"); err != nil || len(keys) != 0 {
+				t.Fatalf("party members' lists left after the last member left: %v %v", keys, err)
 			}
 		})
 	}

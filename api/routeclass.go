@@ -43,6 +43,7 @@ var routeClasses = map[string]string{
 	"PUT /v1/me/party":                 "write",
 	"DELETE /v1/me/party":              "write",
 	"GET /v1/me/party":                 "read",
+	"GET /v1/me/party/members":         "read",
 	"POST /v1/users/{userId}/messages": "direct", // "write" for API keys (checksOf)
 	"POST /v1/rooms/{roomId}/invites":  "direct",
 	"GET /v1/presence":                 "read",

@@ -661,6 +661,21 @@ type Party struct {
 	LeaderUserId string `json:"leaderUserId"`
 }
 
+// PartyMember defines model for PartyMember.
+type PartyMember struct {
+	// ExpiresAt When the user leaves the party unless they join it again (24 hours after their last join).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// UserId A user in the caller's party.
+	UserId string `json:"userId"`
+}
+
+// PartyMembers defines model for PartyMembers.
+type PartyMembers struct {
+	// Members The most recently joined first.
+	Members []PartyMember `json:"members"`
+}
+
 // Platform A session's platform; one session per user and platform by default.
 type Platform string
 
@@ -1801,6 +1816,9 @@ type ServerInterface interface {
 	// JoinParty Join a player's party (consent to their tickets)
 	// (PUT /v1/me/party)
 	JoinParty(w http.ResponseWriter, r *http.Request)
+	// ListPartyMembers List the users in the caller's party
+	// (GET /v1/me/party/members)
+	ListPartyMembers(w http.ResponseWriter, r *http.Request)
 	// MyRooms The rooms the caller is in
 	// (GET /v1/me/rooms)
 	MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams)
@@ -2005,6 +2023,12 @@ func (_ Unimplemented) GetParty(w http.ResponseWriter, r *http.Request) {
 // JoinParty Join a player's party (consent to their tickets)
 // (PUT /v1/me/party)
 func (_ Unimplemented) JoinParty(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListPartyMembers List the users in the caller's party
+// (GET /v1/me/party/members)
+func (_ Unimplemented) ListPartyMembers(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2672,6 +2696,20 @@ func (siw *ServerInterfaceWrapper) JoinParty(w http.ResponseWriter, r *http.Requ
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.JoinParty(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListPartyMembers operation middleware
+func (siw *ServerInterfaceWrapper) ListPartyMembers(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListPartyMembers(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3756,6 +3794,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Put(options.BaseURL+"/v1/me/party", wrapper.JoinParty)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/me/party/members", wrapper.ListPartyMembers)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/users/{userId}/messages", wrapper.SendDirectMessage)

@@ -666,6 +666,21 @@ type Party struct {
 	LeaderUserId string `json:"leaderUserId"`
 }
 
+// PartyMember defines model for PartyMember.
+type PartyMember struct {
+	// ExpiresAt When the user leaves the party unless they join it again (24 hours after their last join).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// UserId A user in the caller's party.
+	UserId string `json:"userId"`
+}
+
+// PartyMembers defines model for PartyMembers.
+type PartyMembers struct {
+	// Members The most recently joined first.
+	Members []PartyMember `json:"members"`
+}
+
 // Platform A session's platform; one session per user and platform by default.
 type Platform string
 
@@ -2652,6 +2667,23 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
 	JoinParty(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListPartyMembers List the users in the caller's party
+	//
+	// The users who joined the caller's party (`PUT /v1/me/party` naming
+	// the caller) and have neither left it, joined another, nor let it
+	// expire: the users the caller's tickets may name with
+	// `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
+	// each with its `expiresAt`, at most 100 (a party listed past 1 000
+	// members drops the earliest to expire from its list: they stay in
+	// the party, unlisted, until they join again). A join or leave is
+	// listed once its answer came; one in flight may already be. Empty
+	// when nobody joined. A member who joined while an instance of a
+	// release without this list served it is listed once they join
+	// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
+	//
+	// Corresponds with GET /v1/me/party/members (the `ListPartyMembers` operationId).
+	ListPartyMembers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MyRooms The rooms the caller is in
 	//
 	// Newest first (by creation, then id), without players, each with the
@@ -4530,6 +4562,33 @@ func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, b
 // Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
 func (c *APIClient) JoinParty(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewJoinPartyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartyMembers List the users in the caller's party
+//
+// The users who joined the caller's party (`PUT /v1/me/party` naming
+// the caller) and have neither left it, joined another, nor let it
+// expire: the users the caller's tickets may name with
+// `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
+// each with its `expiresAt`, at most 100 (a party listed past 1 000
+// members drops the earliest to expire from its list: they stay in
+// the party, unlisted, until they join again). A join or leave is
+// listed once its answer came; one in flight may already be. Empty
+// when nobody joined. A member who joined while an instance of a
+// release without this list served it is listed once they join
+// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
+//
+// Corresponds with GET /v1/me/party/members (the `ListPartyMembers` operationId).
+func (c *APIClient) ListPartyMembers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartyMembersRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -6476,6 +6535,33 @@ func NewJoinPartyRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListPartyMembersRequest constructs an http.Request for the ListPartyMembers method
+func NewListPartyMembersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/party/members")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -8567,6 +8653,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
 	JoinPartyWithResponse(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinPartyResponse, error)
+
+	// ListPartyMembersWithResponse List the users in the caller's party
+	//
+	// The users who joined the caller's party (`PUT /v1/me/party` naming
+	// the caller) and have neither left it, joined another, nor let it
+	// expire: the users the caller's tickets may name with
+	// `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
+	// each with its `expiresAt`, at most 100 (a party listed past 1 000
+	// members drops the earliest to expire from its list: they stay in
+	// the party, unlisted, until they join again). A join or leave is
+	// listed once its answer came; one in flight may already be. Empty
+	// when nobody joined. A member who joined while an instance of a
+	// release without this list served it is listed once they join
+	// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/me/party/members (the `ListPartyMembers` operationId).
+	ListPartyMembersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartyMembersResponse, error)
 
 	// MyRoomsWithResponse The rooms the caller is in
 	//
@@ -11690,6 +11795,112 @@ func (r JoinPartyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r JoinPartyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPartyMembersResponse401Headers the declared response headers of an HTTP 401 response for ListPartyMembers
+type ListPartyMembersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListPartyMembersResponse429Headers the declared response headers of an HTTP 429 response for ListPartyMembers
+type ListPartyMembersResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ListPartyMembersResponse503Headers the declared response headers of an HTTP 503 response for ListPartyMembers
+type ListPartyMembersResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPartyMembersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartyMembers
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPartyMembersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartyMembersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartyMembersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartyMembersResponse) GetJSON200() *PartyMembers {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPartyMembersResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListPartyMembersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ListPartyMembersResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ListPartyMembersResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPartyMembersResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPartyMembersResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartyMembersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartyMembersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartyMembersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartyMembersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15376,6 +15587,31 @@ func (c *ClientWithResponses) JoinPartyWithResponse(ctx context.Context, body Jo
 	return ParseJoinPartyResponse(rsp)
 }
 
+// ListPartyMembersWithResponse List the users in the caller's party
+//
+// The users who joined the caller's party (`PUT /v1/me/party` naming
+// the caller) and have neither left it, joined another, nor let it
+// expire: the users the caller's tickets may name with
+// `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
+// each with its `expiresAt`, at most 100 (a party listed past 1 000
+// members drops the earliest to expire from its list: they stay in
+// the party, unlisted, until they join again). A join or leave is
+// listed once its answer came; one in flight may already be. Empty
+// when nobody joined. A member who joined while an instance of a
+// release without this list served it is listed once they join
+// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/me/party/members (the `ListPartyMembers` operationId).
+func (c *ClientWithResponses) ListPartyMembersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartyMembersResponse, error) {
+	rsp, err := c.ListPartyMembers(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartyMembersResponse(rsp)
+}
+
 // MyRoomsWithResponse The rooms the caller is in
 //
 // Newest first (by creation, then id), without players, each with the
@@ -18794,6 +19030,121 @@ func ParseJoinPartyResponse(rsp *http.Response) (*JoinPartyResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers JoinPartyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartyMembersResponse parses an HTTP response from a ListPartyMembersWithResponse call
+func ParseListPartyMembersResponse(rsp *http.Response) (*ListPartyMembersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartyMembersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartyMembers
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListPartyMembersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPartyMembersResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartyMembersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1500,6 +1500,13 @@ var RealSync = class {
   getParty() {
     return this.call(this.api.GET("/v1/me/party"));
   }
+  /** listPartyMembers is the users in the caller's party (who joined it naming the caller, and
+   * have neither left, joined another, nor let it expire): the most recently joined first, at
+   * most 100. */
+  async listPartyMembers() {
+    const r = await this.call(this.api.GET("/v1/me/party/members"));
+    return r.members;
+  }
   /** leaveParty takes the caller out of their party (in none: done as well). */
   async leaveParty() {
     await this.call(this.api.DELETE("/v1/me/party"));

@@ -332,6 +332,20 @@ namespace RealSync
         }
     }
 
+    /// <summary>PartyMember is a user in the caller's party (ListPartyMembersAsync).</summary>
+    public class PartyMember
+    {
+        /// <summary>A user in the caller's party.</summary>
+        public string UserId;
+        /// <summary>When the user leaves the party unless they join it again (24 hours after their last join).</summary>
+        public DateTime ExpiresAt;
+
+        internal static PartyMember FromJson(JsonObject o)
+        {
+            return new PartyMember { UserId = o.String("userId"), ExpiresAt = o.Time("expiresAt") };
+        }
+    }
+
     /// <summary>Page is a page of a listing; NextCursor is null on the last one.</summary>
     public class Page<T>
     {

@@ -413,6 +413,18 @@ namespace RealSync
             return Party.FromJson(await Call(HttpMethod.Get, "/v1/me/party", null, ct).ConfigureAwait(false));
         }
 
+        /// <summary>ListPartyMembersAsync lists the users in the caller's party (who joined it naming
+        /// the caller, and have neither left, joined another, nor let it expire): the most recently
+        /// joined first, at most 100.</summary>
+        [Operation("GET", "/v1/me/party/members", "listPartyMembers")]
+        public async Task<List<PartyMember>> ListPartyMembersAsync(CancellationToken ct = default(CancellationToken))
+        {
+            var o = await Call(HttpMethod.Get, "/v1/me/party/members", null, ct).ConfigureAwait(false);
+            var list = new List<PartyMember>();
+            foreach (var m in o.Array("members") ?? new List<object>()) list.Add(PartyMember.FromJson(m as JsonObject));
+            return list;
+        }
+
         /// <summary>LeavePartyAsync takes the caller out of their party (in none: done as well).</summary>
         [Operation("DELETE", "/v1/me/party", "leaveParty")]
         public Task LeavePartyAsync(CancellationToken ct = default(CancellationToken))

@@ -1369,15 +1369,24 @@ static class Tests
 
     static async Task Party(Server s)
     {
-        // The caller's party: joined (one leader at a time, 24 hours), read, left.
+        // The caller's party: joined (one leader at a time, 24 hours), read, listed by its
+        // leader, left.
         var alice = new RealSyncClient(s.BaseUrl);
-        await alice.GuestAsync("alice");
+        var aliceId = (await alice.GuestAsync("alice")).UserId;
+        var leader = new RealSyncClient(s.BaseUrl);
+        var leaderId = (await leader.GuestAsync("leader")).UserId;
         await Check.Throws(404, "PARTY_NOT_FOUND", () => alice.GetPartyAsync(), "in no party");
-        var p = await alice.JoinPartyAsync("u-leader");
-        Check.Eq("u-leader", p.LeaderUserId, "the leader");
+        Check.Eq(0, (await leader.ListPartyMembersAsync()).Count, "nobody in the leader's party yet");
+        var p = await alice.JoinPartyAsync(leaderId);
+        Check.Eq(leaderId, p.LeaderUserId, "the leader");
         Check.True(p.ExpiresAt > DateTime.UtcNow.AddHours(23) && p.ExpiresAt <= DateTime.UtcNow.AddHours(24), "kept 24 hours: " + p.ExpiresAt.ToString("o"));
+        var members = await leader.ListPartyMembersAsync();
+        Check.Eq(1, members.Count, "the leader's party members");
+        Check.Eq(aliceId, members[0].UserId, "the member listed");
+        Check.Eq(p.ExpiresAt, members[0].ExpiresAt, "the member's expiry listed");
         Check.Eq("u-other", (await alice.JoinPartyAsync("u-other")).LeaderUserId, "one party at a time");
         Check.Eq("u-other", (await alice.GetPartyAsync()).LeaderUserId, "read back");
+        Check.Eq(0, (await leader.ListPartyMembersAsync()).Count, "no longer the first leader's");
         await Check.Throws(422, "VALIDATION_FAILED", () => alice.JoinPartyAsync("a b"), "not a user id");
         await alice.LeavePartyAsync();
         await Check.Throws(404, "PARTY_NOT_FOUND", () => alice.GetPartyAsync(), "left");

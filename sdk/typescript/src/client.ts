@@ -29,6 +29,7 @@ export type Presence = Schemas["Presence"];
 export type Ticket = Schemas["Ticket"];
 export type CreateTicketRequest = Schemas["CreateTicketRequest"];
 export type Party = Schemas["Party"];
+export type PartyMember = Schemas["PartyMember"];
 
 /** ListRoomsQuery is GET /v1/rooms' query; attributes become attr.<key>[.<op>]. */
 export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["parameters"]["query"]>, "attr"> & {
@@ -351,6 +352,14 @@ export class RealSync {
   /** getParty is the caller's party: 404 PARTY_NOT_FOUND when in none. */
   getParty(): Promise<Party> {
     return this.call(this.api.GET("/v1/me/party"));
+  }
+
+  /** listPartyMembers is the users in the caller's party (who joined it naming the caller, and
+   * have neither left, joined another, nor let it expire): the most recently joined first, at
+   * most 100. */
+  async listPartyMembers(): Promise<PartyMember[]> {
+    const r = await this.call(this.api.GET("/v1/me/party/members"));
+    return r.members;
   }
 
   /** leaveParty takes the caller out of their party (in none: done as well). */

@@ -1216,6 +1216,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/party/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the users in the caller's party
+         * @description The users who joined the caller's party (`PUT /v1/me/party` naming
+         *     the caller) and have neither left it, joined another, nor let it
+         *     expire: the users the caller's tickets may name with
+         *     `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
+         *     each with its `expiresAt`, at most 100 (a party listed past 1 000
+         *     members drops the earliest to expire from its list: they stay in
+         *     the party, unlisted, until they join again). A join or leave is
+         *     listed once its answer came; one in flight may already be. Empty
+         *     when nobody joined. A member who joined while an instance of a
+         *     release without this list served it is listed once they join
+         *     again. Players only: an API key is 403 `SCOPE_REQUIRED`.
+         */
+        get: operations["listPartyMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{userId}/messages": {
         parameters: {
             query?: never;
@@ -1580,6 +1610,19 @@ export interface components {
             /**
              * Format: date-time
              * @description When the caller leaves the party unless they join it again (24 hours after the last join).
+             */
+            expiresAt: string;
+        };
+        PartyMembers: {
+            /** @description The most recently joined first. */
+            members: components["schemas"]["PartyMember"][];
+        };
+        PartyMember: {
+            /** @description A user in the caller's party. */
+            userId: string;
+            /**
+             * Format: date-time
+             * @description When the user leaves the party unless they join it again (24 hours after their last join).
              */
             expiresAt: string;
         };
@@ -4473,6 +4516,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPartyMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's party members. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "members": [
+                     *         {
+                     *           "userId": "u-bob",
+                     *           "expiresAt": "2026-12-07T11:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PartyMembers"];
+                };
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];

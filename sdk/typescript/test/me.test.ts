@@ -205,11 +205,14 @@ describe("party", () => {
       const left = Date.parse(p.expiresAt) - Date.now();
       assert.ok(left > 23 * 3600e3 && left <= 24 * 3600e3, `expiresAt ${p.expiresAt}`);
       assert.deepEqual(await max.c.getParty(), p);
+      assert.deepEqual(await lea.c.listPartyMembers(), [{ userId: max.userId, expiresAt: p.expiresAt }]);
+      assert.deepEqual(await max.c.listPartyMembers(), []);
       const t = await lea.c.createTicket(ticket);
       assert.deepEqual(t.partyUserIds, [max.userId]);
       await lea.c.cancelTicket(t.ticketId);
       await max.c.leaveParty();
       await assert.rejects(max.c.getParty(), (e) => e instanceof RealSyncError && e.code === "PARTY_NOT_FOUND");
+      assert.deepEqual(await lea.c.listPartyMembers(), []);
       await assert.rejects(lea.c.createTicket(ticket), (e) => e instanceof RealSyncError && e.code === "PARTY_CONSENT_REQUIRED");
     } finally {
       await strict.stop();
