@@ -84,10 +84,25 @@ func TestParties(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ks := keys(); len(ks) != 0 {
-			t.Fatalf("party keys left after leaving: %v", ks)
+			t.Fatalf("party keys left after leaving a value not the store's: %v", ks)
 		}
-		if err := x.LeaveParty(ctx, "u-member"); err != nil {
-			t.Fatalf("leaving no party: %v", err)
+		// a leave keeps the left party's expiry for a minute, no party,
+		// and a join meanwhile takes a later one
+		p, err = x.SetParty(ctx, "u-member", "u-leader", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // leaving no party: the same
+			if err := x.LeaveParty(ctx, "u-member"); err != nil {
+				t.Fatal(err)
+			}
+			inParty("u-leader", false)
+			if v, ttl := s.Client().Get(ctx, ks[0]).Val(), s.Client().PTTL(ctx, ks[0]).Val(); v != strconv.FormatInt(p.ExpiresAt.UnixMilli(), 10) || ttl <= 0 || ttl > time.Minute {
+				t.Fatalf("the left party's key holds %q for %s, want %d for at most a minute", v, ttl, p.ExpiresAt.UnixMilli())
+			}
+		}
+		if again, err := x.SetParty(ctx, "u-member", "u-leader", time.Millisecond); err != nil || again.ExpiresAt.UnixMilli() != p.ExpiresAt.UnixMilli()+1 {
+			t.Fatalf("a join after the leave: %+v %v, want its expiry just past the left party's %d", again, err, p.ExpiresAt.UnixMilli())
 		}
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )
 
@@ -182,6 +183,8 @@ func TestEveryLimitTableStatesTheCode(t *testing.T) {
 		{"users one user follows", def, doctable.Thousands(players.MaxFollowing) + " distinct ids", "players.MaxFollowing"},
 		{"users one user follows", def, "at most " + doctable.Thousands(players.MaxFollowingSent) + " sent", "players.MaxFollowingSent"},
 		{"user ids per `GET /v1/presence`", def, fmt.Sprintf("1..%d", players.MaxPresenceIDs), "players.MaxPresenceIDs"},
+		{"a leader's party members listed", def, fmt.Sprintf("the %d most recently joined", players.MaxPartyListed), "players.MaxPartyListed"},
+		{"a leader's party members listed", def, "the leader's " + doctable.Thousands(sessions.PartyMembersKept) + " latest", "sessions.PartyMembersKept"},
 		{"a user's personal log", def, doctable.Thousands(c.OfflineMax) + " events", "REALSYNC_OFFLINE_MAX's default"},
 		{"a user's personal log", def, doctable.Days(c.OfflineTTL) + " after it was sent", "REALSYNC_OFFLINE_TTL's default"},
 		{"a user's personal log", setting, "`" + shortDuration(c.OfflineTTL) + "`", "REALSYNC_OFFLINE_TTL's default"},

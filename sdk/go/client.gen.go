@@ -2675,9 +2675,11 @@ type ClientInterface interface {
 	// `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
 	// each with its `expiresAt`, at most 100 (a party listed past 1 000
 	// members drops the earliest to expire from its list: they stay in
-	// the party, unlisted, until they join again). A join or leave is
-	// listed once its answer came; one in flight may already be. Empty
-	// when nobody joined. A member who joined while an instance of a
+	// the party, unlisted, until they join again). A join or leave shows
+	// once it was answered (one in flight, or answered 503, may show
+	// already, or never, as it may have run or not), when the instances'
+	// clocks are within a minute of each other. Empty when nobody
+	// joined. A member who joined while an instance of a
 	// release without this list served it is listed once they join
 	// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
@@ -4580,9 +4582,11 @@ func (c *APIClient) JoinParty(ctx context.Context, body JoinPartyJSONRequestBody
 // `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
 // each with its `expiresAt`, at most 100 (a party listed past 1 000
 // members drops the earliest to expire from its list: they stay in
-// the party, unlisted, until they join again). A join or leave is
-// listed once its answer came; one in flight may already be. Empty
-// when nobody joined. A member who joined while an instance of a
+// the party, unlisted, until they join again). A join or leave shows
+// once it was answered (one in flight, or answered 503, may show
+// already, or never, as it may have run or not), when the instances'
+// clocks are within a minute of each other. Empty when nobody
+// joined. A member who joined while an instance of a
 // release without this list served it is listed once they join
 // again. Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
@@ -8662,9 +8666,11 @@ type ClientWithResponsesInterface interface {
 	// `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
 	// each with its `expiresAt`, at most 100 (a party listed past 1 000
 	// members drops the earliest to expire from its list: they stay in
-	// the party, unlisted, until they join again). A join or leave is
-	// listed once its answer came; one in flight may already be. Empty
-	// when nobody joined. A member who joined while an instance of a
+	// the party, unlisted, until they join again). A join or leave shows
+	// once it was answered (one in flight, or answered 503, may show
+	// already, or never, as it may have run or not), when the instances'
+	// clocks are within a minute of each other. Empty when nobody
+	// joined. A member who joined while an instance of a
 	// release without this list served it is listed once they join
 	// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
@@ -15595,9 +15601,11 @@ func (c *ClientWithResponses) JoinPartyWithResponse(ctx context.Context, body Jo
 // `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
 // each with its `expiresAt`, at most 100 (a party listed past 1 000
 // members drops the earliest to expire from its list: they stay in
-// the party, unlisted, until they join again). A join or leave is
-// listed once its answer came; one in flight may already be. Empty
-// when nobody joined. A member who joined while an instance of a
+// the party, unlisted, until they join again). A join or leave shows
+// once it was answered (one in flight, or answered 503, may show
+// already, or never, as it may have run or not), when the instances'
+// clocks are within a minute of each other. Empty when nobody
+// joined. A member who joined while an instance of a
 // release without this list served it is listed once they join
 // again. Players only: an API key is 403 `SCOPE_REQUIRED`.
 //

@@ -41,6 +41,9 @@ var partyMembersDropLua string
 //go:embed lua/party_set.lua
 var partySetLua string
 
+//go:embed lua/party_leave.lua
+var partyLeaveLua string
+
 //go:embed lua/statuses_lapsed.lua
 var statusesLapsedLua string
 
@@ -66,6 +69,7 @@ var (
 	partyMembersAdd  = redisx.Idempotent("party_members_add", partyMembersAddLua)
 	partyMembersDrop = redisx.Idempotent("party_members_drop", partyMembersDropLua)
 	partySet         = redisx.Plain("party_set", partySetLua)
+	partyLeaveScript = redisx.Plain("party_leave", partyLeaveLua)
 )
 
 // prelude is what runs in front of session_open, session_close,
@@ -267,6 +271,18 @@ type partySetCall struct {
 func (partySetCall) Script() *redisx.Script { return partySet }
 func (c partySetCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.exp, c.leader, c.ttl.Milliseconds()}
+}
+
+// partyLeaveCall is party_leave.lua's descriptor: the user's party (key)
+// left, its tombstone kept for kept.
+type partyLeaveCall struct {
+	key  string
+	kept time.Duration
+}
+
+func (partyLeaveCall) Script() *redisx.Script { return partyLeaveScript }
+func (c partyLeaveCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.kept.Milliseconds()}
 }
 
 // partyMembersDropCall is party_members_drop.lua's descriptor: user

@@ -18,75 +18,116 @@ var _ players.PartyStore = (*Sessions)(nil)
 // PartyMembersKept is the most members a leader's list keeps
 // (partyMembersKey): past it, the earliest to expire are dropped from the
 // list (they stay in the party, unlisted). Ten times what a read lists, so
-// the few entries of members gone without their drop (an instance that
-// died between the two writes) never push a member out of a read.
+// the few entries of users no longer in the party never push a member out
+// of a read.
 const PartyMembersKept = 10 * players.MaxPartyListed
+
+// partyLeftKept is how long a leave keeps the left party's expiry
+// (party_leave's tombstone): longer than a leave's drop takes to follow
+// it, and than the instances' clocks are apart.
+const partyLeftKept = time.Minute
 
 // partyKey is user uid's party: a string "<expiry, ms> <leader's userId>"
 // (a user id holds no space), expiring with it; a party read past its
 // expiry is none, should the key have lost its TTL (a restore, a tool).
-// It is the party: consent and GET /v1/me/party read it alone.
+// It is the party: consent and GET /v1/me/party read it alone. After a
+// leave it holds "<expiry, ms>" alone for partyLeftKept: no party.
 func (s *Sessions) partyKey(uid string) string { return s.tag(uid) + ":party:" + uid }
 
 // partyMembersKey is the users who joined leader's party, a zset scored by
 // their party's expiry (ms) in the leader's slot, which GET
-// /v1/me/party/members reads: each is listed before its party key names
-// the leader (party_members_add) and dropped after the key stopped naming
-// it (party_members_drop), so the list holds every member of the party and
-// perhaps a few users no longer in it (a join whose party key was never
-// written, a member whose drop was lost with its instance), which the read
-// checks against their party keys and which expire by their score. Kept
+// /v1/me/party/members reads.
+//
+// It holds every member of the party, and perhaps a few users no longer in
+// it, which the read checks against their party keys and which expire by
+// their score. A join lists the user (party_members_add, a score that only
+// rises) before its party key names the leader (party_set), and lists it
+// again at the key's expiry when party_set moved it; a join that replaced
+// another leader's party, or a leave, drops the user from that leader's
+// list after the key stopped naming it (party_members_drop), only while the
+// entry has the replaced party's expiry. A user's parties have increasing
+// expiries (party_set, and party_leave's tombstone), so a drop never
+// takes the entry of a party the user is in. Left behind: the entries of a
+// join whose party key was never written, of a drop lost with its
+// instance, of a re-listing that came after its user moved on. Kept
 // PartyMembersKept entries at most; expires with its latest.
 func (s *Sessions) partyMembersKey(leader string) string {
 	return s.tag(leader) + ":partymembers:" + leader
 }
 
-// SetParty implements players.PartyStore: uid listed in leader's members
-// (party_members_add, in leader's slot), then its party key set
-// (party_set, in uid's slot: the expiry asked, or just past the replaced
-// party's, listed again when so moved), then, when the party replaced was
-// another leader's, uid dropped from that leader's members
-// (party_members_drop). A user's parties never share an expiry, so the
-// drop never takes a newer entry. A join and a leave of one user at once,
-// the join in the millisecond of the user's previous join, may leave the
-// user in the party unlisted until the user joins again: consent, which
-// reads the party key, is not affected.
-func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Duration) (players.Party, error) {
-	now := time.Now()
-	exp := now.Add(ttl).UnixMilli()
-	add := partyMembersAddCall{key: s.partyMembersKey(leader), user: uid, exp: exp, now: now.UnixMilli(), ttl: ttl}
-	if err := s.b.Runner.Run(ctx, add).Err(); err != nil {
-		return players.Party{}, redisx.Wrap(err)
-	}
-	res, err := s.b.Runner.Run(ctx, partySetCall{key: s.partyKey(uid), leader: leader, exp: exp, ttl: ttl}).Result()
+// partyJoin is one SetParty: its steps, in their order, each a call.
+type partyJoin struct {
+	s           *Sessions
+	uid, leader string
+	asked, now  int64 // ms
+	ttl         time.Duration
+	old         string // the party key's value replaced ("": none)
+	set         int64  // the party's expiry set (ms)
+}
+
+// list lists uid in leader's members at the expiry asked.
+func (j *partyJoin) list(ctx context.Context) error {
+	return j.add(ctx, j.asked)
+}
+
+func (j *partyJoin) add(ctx context.Context, exp int64) error {
+	return redisx.Wrap(j.s.b.Runner.Run(ctx, partyMembersAddCall{key: j.s.partyMembersKey(j.leader), user: j.uid,
+		exp: exp, now: j.now, ttl: j.ttl}).Err())
+}
+
+// write sets uid's party key (party_set).
+func (j *partyJoin) write(ctx context.Context) error {
+	res, err := j.s.b.Runner.Run(ctx, partySetCall{key: j.s.partyKey(j.uid), leader: j.leader, exp: j.asked, ttl: j.ttl}).Result()
 	if err != nil {
-		return players.Party{}, redisx.Wrap(err)
+		return redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
-	var set int64
 	if len(arr) == 2 {
-		set, _ = arr[1].(int64)
+		j.old, _ = arr[0].(string)
+		j.set, _ = arr[1].(int64)
 	}
-	if set < exp {
-		return players.Party{}, fmt.Errorf("store: unexpected party_set reply %v", res)
+	if j.set < j.asked {
+		return fmt.Errorf("store: unexpected party_set reply %v", res)
 	}
-	if set != exp {
-		add.exp = set
-		if err := s.b.Runner.Run(ctx, add).Err(); err != nil {
-			return players.Party{}, redisx.Wrap(err)
-		}
+	return nil
+}
+
+// relist lists uid again at the expiry set, when write moved it.
+func (j *partyJoin) relist(ctx context.Context) error {
+	if j.set == j.asked {
+		return nil
 	}
-	old, _ := arr[0].(string)
-	if was, ms, ok := parseParty(old); ok && was != leader {
-		if err := s.dropPartyMember(ctx, was, uid, ms); err != nil {
+	return j.add(ctx, j.set)
+}
+
+// unlist drops uid from the members of the party write replaced, when it
+// was another leader's.
+func (j *partyJoin) unlist(ctx context.Context) error {
+	if was, ms, ok := parseParty(j.old); ok && was != j.leader {
+		return j.s.dropPartyMember(ctx, was, j.uid, ms)
+	}
+	return nil
+}
+
+// SetParty implements players.PartyStore: partyJoin's steps, four calls at
+// most (list, write, relist, unlist; partyMembersKey says why). A leave
+// and a join of one user at once, more than partyLeftKept apart on the
+// instances' clocks, may leave the user in the party unlisted until it
+// joins again: consent, which reads the party key, is not affected.
+func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Duration) (players.Party, error) {
+	now := time.Now()
+	j := &partyJoin{s: s, uid: uid, leader: leader, asked: now.Add(ttl).UnixMilli(), now: now.UnixMilli(), ttl: ttl}
+	for _, step := range []func(context.Context) error{j.list, j.write, j.relist, j.unlist} {
+		if err := step(ctx); err != nil {
 			return players.Party{}, err
 		}
 	}
-	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(set).UTC()}, nil
+	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(j.set).UTC()}, nil
 }
 
 // Party implements players.PartyStore: one GET in uid's slot. A value not
-// of partyKey's form, or past its expiry, is no party.
+// of partyKey's form (a leave's tombstone), or past its expiry, is no
+// party.
 func (s *Sessions) Party(ctx context.Context, uid string) (players.Party, bool, error) {
 	v, err := s.b.Client.Get(ctx, s.partyKey(uid)).Result()
 	if err == redis.Nil {
@@ -109,17 +150,39 @@ func parseParty(v string) (leader string, ms int64, ok bool) {
 	return leader, ms, ok && err == nil && leader != ""
 }
 
-// LeaveParty implements players.PartyStore: one GETDEL in uid's slot,
-// then uid dropped from its leader's members (party_members_drop).
-func (s *Sessions) LeaveParty(ctx context.Context, uid string) error {
-	old, err := s.b.Client.GetDel(ctx, s.partyKey(uid)).Result()
+// partyLeave is one LeaveParty: its steps, in their order.
+type partyLeave struct {
+	s   *Sessions
+	uid string
+	old string // the party key's value replaced ("": none)
+}
+
+// write replaces uid's party by its tombstone (party_leave).
+func (l *partyLeave) write(ctx context.Context) error {
+	res, err := l.s.b.Runner.Run(ctx, partyLeaveCall{key: l.s.partyKey(l.uid), kept: partyLeftKept}).Result()
 	if err != nil && err != redis.Nil {
 		return redisx.Wrap(err)
 	}
-	if was, ms, ok := parseParty(old); ok {
-		return s.dropPartyMember(ctx, was, uid, ms)
+	l.old, _ = res.(string)
+	return nil
+}
+
+// unlist drops uid from the members of the party it left.
+func (l *partyLeave) unlist(ctx context.Context) error {
+	if was, ms, ok := parseParty(l.old); ok {
+		return l.s.dropPartyMember(ctx, was, l.uid, ms)
 	}
 	return nil
+}
+
+// LeaveParty implements players.PartyStore: partyLeave's steps, two calls
+// at most.
+func (s *Sessions) LeaveParty(ctx context.Context, uid string) error {
+	l := &partyLeave{s: s, uid: uid}
+	if err := l.write(ctx); err != nil {
+		return err
+	}
+	return l.unlist(ctx)
 }
 
 // dropPartyMember drops uid from leader's members while its entry is the
@@ -128,38 +191,39 @@ func (s *Sessions) dropPartyMember(ctx context.Context, leader, uid string, ms i
 	return redisx.Wrap(s.b.Runner.Run(ctx, partyMembersDropCall{key: s.partyMembersKey(leader), user: uid, exp: ms}).Err())
 }
 
-// PartyMembers implements players.PartyStore: leader's members list read
-// by their expiry, latest first, a page of max at a time (one
-// ZREVRANGEBYSCORE in leader's slot), each checked against its party key
-// (the page's GETs in one pipeline), until max members are found or the
-// list ends. A member's expiry is its party key's.
+// PartyMembers implements players.PartyStore: leader's list read by
+// expiry, latest first, up to PartyMembersKept entries at once (one
+// ZREVRANGEBYSCORE in leader's slot: one snapshot, no entry read twice),
+// then checked against their party keys max at a time (each page's GETs
+// in one pipeline) until max members are found or the list ends. A
+// member's expiry is its party key's.
 func (s *Sessions) PartyMembers(ctx context.Context, leader string, max int) ([]players.PartyMember, error) {
 	now := time.Now().UnixMilli()
+	listed, err := s.b.Client.ZRevRangeByScore(ctx, s.partyMembersKey(leader), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now, 10), Max: "+inf", Count: PartyMembersKept}).Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
 	var out []players.PartyMember
-	for offset := int64(0); len(out) < max; offset += int64(max) {
-		page, err := s.b.Client.ZRevRangeByScore(ctx, s.partyMembersKey(leader), &redis.ZRangeBy{
-			Min: "(" + strconv.FormatInt(now, 10), Max: "+inf", Offset: offset, Count: int64(max)}).Result()
-		if err != nil {
-			return nil, redisx.Wrap(err)
-		}
-		if len(page) == 0 {
-			break
-		}
+	for len(listed) > 0 && len(out) < max {
+		page := listed[:min(max, len(listed))]
+		listed = listed[len(page):]
 		p := s.b.Client.Pipeline()
 		gets := make([]*redis.StringCmd, len(page))
 		for i, uid := range page {
 			gets[i] = p.Get(ctx, s.partyKey(uid))
 		}
-		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
-			return nil, redisx.Wrap(err)
-		}
+		p.Exec(ctx) // each GET's error is read below
 		for i, uid := range page {
-			if was, ms, ok := parseParty(gets[i].Val()); ok && was == leader && ms > now && len(out) < max {
+			v, err := gets[i].Result()
+			if err == redis.Nil {
+				continue
+			} else if err != nil {
+				return nil, redisx.Wrap(err)
+			}
+			if was, ms, ok := parseParty(v); ok && was == leader && ms > now && len(out) < max {
 				out = append(out, players.PartyMember{UserID: uid, ExpiresAt: time.UnixMilli(ms).UTC()})
 			}
-		}
-		if len(page) < max {
-			break
 		}
 	}
 	return out, nil

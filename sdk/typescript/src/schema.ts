@@ -1231,9 +1231,11 @@ export interface paths {
          *     `REALSYNC_PARTY_CONSENT` `party`. The most recently joined first,
          *     each with its `expiresAt`, at most 100 (a party listed past 1 000
          *     members drops the earliest to expire from its list: they stay in
-         *     the party, unlisted, until they join again). A join or leave is
-         *     listed once its answer came; one in flight may already be. Empty
-         *     when nobody joined. A member who joined while an instance of a
+         *     the party, unlisted, until they join again). A join or leave shows
+         *     once it was answered (one in flight, or answered 503, may show
+         *     already, or never, as it may have run or not), when the instances'
+         *     clocks are within a minute of each other. Empty when nobody
+         *     joined. A member who joined while an instance of a
          *     release without this list served it is listed once they join
          *     again. Players only: an API key is 403 `SCOPE_REQUIRED`.
          */

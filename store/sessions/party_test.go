@@ -1,0 +1,138 @@
+package sessions
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/store/internal/conn"
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// The interleavings of one user's joins and leaves, step by step as
+// SetParty and LeaveParty make them (partyJoin: list, write, relist,
+// unlist; partyLeave: write, unlist), with the expiries each join asked
+// (ms past a base an hour ahead: instances whose clocks differ): at the
+// end the user's party is the want leader's ("" none), which lists the
+// user, and no other leader lists it. "A" joins L at 2000 first, whole,
+// where a case starts with it.
+func TestPartyInterleavings(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		joins map[string]string // writer -> "<leader> <asked offset>"; V, W are leaves
+		steps string
+		want  string
+		// entries: the lists' entries left, L's and M's: the member's,
+		// and any a late re-listing left behind
+		entries int64
+	}{
+		// three joins at once, one from an instance ahead: K's late
+		// listing must not bring back the expiry M's drop removes
+		{"ThreeJoinsOneAhead", map[string]string{"J": "L 1005", "K": "L 1000", "M": "M 1002"},
+			"J list; K list; K write; M list; M write; J write; J relist; J unlist; K relist; K unlist; M relist; M unlist", "L", 1},
+		// a join from an instance behind, after a leave: the tombstone
+		// gives it an expiry past the left party's, which the leave's drop
+		// then leaves
+		{"LeaveThenJoinBehind", map[string]string{"B": "L 1500"},
+			"A; V write; B list; B write; B relist; B unlist; V unlist", "L", 1},
+		// a moved expiry is listed again: the drop of the party it
+		// replaced removed the entry in between
+		{"RelistAfterADrop", map[string]string{"X": "M 2500", "B": "L 1500"},
+			"A; X list; X write; B list; B write; X unlist; B relist; B unlist; X relist", "L", 1},
+		// a re-listing late, after its user moved on: an entry the read
+		// does not list
+		{"RelistAfterTheUserMoved", map[string]string{"B": "L 1500", "C": "M 1800"},
+			"A; B list; B write; C list; C write; C relist; C unlist; B relist; B unlist", "M", 2},
+		{"LeaveRacingJoin", map[string]string{"B": "L 3000"},
+			"A; B list; V write; B write; V unlist; B relist; B unlist", "L", 1},
+		{"JoinThenLeave", map[string]string{"B": "M 3000"},
+			"A; B list; B write; V write; B relist; B unlist; V unlist", "", 0},
+		{"MoveBackAndForth", map[string]string{"B": "M 2100", "C": "L 2200"},
+			"A; B list; C list; B write; C write; C relist; C unlist; B relist; B unlist", "L", 1},
+	} {
+		for _, b := range redistest.Backends(t) {
+			t.Run(tc.name+"/"+b.Name, func(t *testing.T) {
+				ctx := context.Background()
+				s := newSessions(t, b)
+				base := time.Now().Add(time.Hour).UnixMilli()
+				joins := map[string]*partyJoin{}
+				join := func(leader string, at int64) *partyJoin {
+					return &partyJoin{s: s, uid: "u", leader: leader, asked: base + at, now: time.Now().UnixMilli(), ttl: 2 * time.Hour}
+				}
+				for w, spec := range tc.joins {
+					leader, at, _ := strings.Cut(spec, " ")
+					var ms int64
+					for _, c := range at {
+						ms = ms*10 + int64(c-'0')
+					}
+					joins[w] = join(leader, ms)
+				}
+				leaves := map[string]*partyLeave{"V": {s: s, uid: "u"}, "W": {s: s, uid: "u"}}
+				for _, step := range strings.Split(tc.steps, "; ") {
+					w, what, _ := strings.Cut(step, " ")
+					var err error
+					switch {
+					case w == "A":
+						a := join("L", 2000)
+						for _, f := range []func(context.Context) error{a.list, a.write, a.relist, a.unlist} {
+							if err = f(ctx); err != nil {
+								break
+							}
+						}
+					case joins[w] != nil:
+						j := joins[w]
+						err = map[string]func(context.Context) error{"list": j.list, "write": j.write, "relist": j.relist, "unlist": j.unlist}[what](ctx)
+					default:
+						l := leaves[w]
+						err = map[string]func(context.Context) error{"write": l.write, "unlist": l.unlist}[what](ctx)
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", step, err)
+					}
+				}
+				p, ok, err := s.Party(ctx, "u")
+				if err != nil || ok != (tc.want != "") || ok && p.LeaderUserID != tc.want {
+					t.Fatalf("party %+v %v %v, want %q", p, ok, err, tc.want)
+				}
+				var entries int64
+				for _, leader := range []string{"L", "M"} {
+					entries += s.b.Client.ZCard(ctx, s.partyMembersKey(leader)).Val()
+					got, err := s.PartyMembers(ctx, leader, players.MaxPartyListed)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ids []string
+					for _, m := range got {
+						ids = append(ids, m.UserID)
+						if !m.ExpiresAt.Equal(p.ExpiresAt) {
+							t.Errorf("%s lists u until %s, its party until %s", leader, m.ExpiresAt, p.ExpiresAt)
+						}
+					}
+					if want := leader == tc.want; !slices.Equal(ids, map[bool][]string{true: {"u"}}[want]) {
+						t.Errorf("%s lists %v; the party is %q's", leader, ids, tc.want)
+					}
+				}
+				if entries != tc.entries {
+					t.Errorf("the lists hold %d entries, want %d", entries, tc.entries)
+				}
+			})
+		}
+	}
+}
+
+func newSessions(t *testing.T, b redistest.Backend) *Sessions {
+	t.Helper()
+	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: 4, PubCmd: c.PubCmd}
+	return New(Config{Base: base})
+}
