@@ -2677,8 +2677,7 @@ type ClientInterface interface {
 	// members drops the earliest to expire from its list: they stay in
 	// the party, unlisted, until they join again). A join or leave shows
 	// once it was answered (one in flight, or answered 503, may show
-	// already, or never, as it may have run or not), when the instances'
-	// clocks are within a minute of each other. Empty when nobody
+	// already, or never, as it may have run or not). Empty when nobody
 	// joined. A member who joined while an instance of a
 	// release without this list served it is listed once they join
 	// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
@@ -4584,8 +4583,7 @@ func (c *APIClient) JoinParty(ctx context.Context, body JoinPartyJSONRequestBody
 // members drops the earliest to expire from its list: they stay in
 // the party, unlisted, until they join again). A join or leave shows
 // once it was answered (one in flight, or answered 503, may show
-// already, or never, as it may have run or not), when the instances'
-// clocks are within a minute of each other. Empty when nobody
+// already, or never, as it may have run or not). Empty when nobody
 // joined. A member who joined while an instance of a
 // release without this list served it is listed once they join
 // again. Players only: an API key is 403 `SCOPE_REQUIRED`.
@@ -8668,8 +8666,7 @@ type ClientWithResponsesInterface interface {
 	// members drops the earliest to expire from its list: they stay in
 	// the party, unlisted, until they join again). A join or leave shows
 	// once it was answered (one in flight, or answered 503, may show
-	// already, or never, as it may have run or not), when the instances'
-	// clocks are within a minute of each other. Empty when nobody
+	// already, or never, as it may have run or not). Empty when nobody
 	// joined. A member who joined while an instance of a
 	// release without this list served it is listed once they join
 	// again. Players only: an API key is 403 `SCOPE_REQUIRED`.
@@ -15603,8 +15600,7 @@ func (c *ClientWithResponses) JoinPartyWithResponse(ctx context.Context, body Jo
 // members drops the earliest to expire from its list: they stay in
 // the party, unlisted, until they join again). A join or leave shows
 // once it was answered (one in flight, or answered 503, may show
-// already, or never, as it may have run or not), when the instances'
-// clocks are within a minute of each other. Empty when nobody
+// already, or never, as it may have run or not). Empty when nobody
 // joined. A member who joined while an instance of a
 // release without this list served it is listed once they join
 // again. Players only: an API key is 403 `SCOPE_REQUIRED`.

@@ -259,9 +259,9 @@ func (c partyMembersAddCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.user, c.exp, c.now, c.ttl.Milliseconds(), PartyMembersKept}
 }
 
-// partySetCall is party_set.lua's descriptor: the user's party (key) set
-// to leader's, expiring at exp (ms) or just past the party it replaces,
-// kept for ttl.
+// partySetCall is party_set.lua's descriptor: the user's party (key)
+// set to leader's, expiring at exp (ms) unless it holds an expiry as
+// late, kept for ttl.
 type partySetCall struct {
 	key, leader string
 	exp         int64
@@ -274,15 +274,12 @@ func (c partySetCall) KeysArgs() ([]string, []any) {
 }
 
 // partyLeaveCall is party_leave.lua's descriptor: the user's party (key)
-// left, its tombstone kept for kept.
-type partyLeaveCall struct {
-	key  string
-	kept time.Duration
-}
+// left.
+type partyLeaveCall struct{ key string }
 
 func (partyLeaveCall) Script() *redisx.Script { return partyLeaveScript }
 func (c partyLeaveCall) KeysArgs() ([]string, []any) {
-	return []string{c.key}, []any{c.kept.Milliseconds()}
+	return []string{c.key}, nil
 }
 
 // partyMembersDropCall is party_members_drop.lua's descriptor: user

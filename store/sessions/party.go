@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -22,16 +23,18 @@ var _ players.PartyStore = (*Sessions)(nil)
 // of a read.
 const PartyMembersKept = 10 * players.MaxPartyListed
 
-// partyLeftKept is how long a leave keeps the left party's expiry
-// (party_leave's tombstone): longer than a leave's drop takes to follow
-// it, and than the instances' clocks are apart.
-const partyLeftKept = time.Minute
+// partyJoinTries bounds the listings and writes of one join (SetParty)
+// that other joins of its user, writing later expiries, keep refusing:
+// each refusal means another join of the user was written meanwhile, and
+// a user's two clients joining as fast as the store answers (no rate
+// limit) lost 8 in a row on a Cluster (TestPartyMembersUnderConcurrentJoins).
+const partyJoinTries = 32
 
 // partyKey is user uid's party: a string "<expiry, ms> <leader's userId>"
 // (a user id holds no space), expiring with it; a party read past its
 // expiry is none, should the key have lost its TTL (a restore, a tool).
 // It is the party: consent and GET /v1/me/party read it alone. After a
-// leave it holds "<expiry, ms>" alone for partyLeftKept: no party.
+// leave it holds "<expiry, ms>" alone until that expiry: no party.
 func (s *Sessions) partyKey(uid string) string { return s.tag(uid) + ":party:" + uid }
 
 // partyMembersKey is the users who joined leader's party, a zset scored by
@@ -41,63 +44,57 @@ func (s *Sessions) partyKey(uid string) string { return s.tag(uid) + ":party:" +
 // It holds every member of the party, and perhaps a few users no longer in
 // it, which the read checks against their party keys and which expire by
 // their score. A join lists the user (party_members_add, a score that only
-// rises) before its party key names the leader (party_set), and lists it
-// again at the key's expiry when party_set moved it; a join that replaced
-// another leader's party, or a leave, drops the user from that leader's
-// list after the key stopped naming it (party_members_drop), only while the
-// entry has the replaced party's expiry. A user's parties have increasing
-// expiries (party_set, and party_leave's tombstone), so a drop never
-// takes the entry of a party the user is in. Left behind: the entries of a
-// join whose party key was never written, of a drop lost with its
-// instance, of a re-listing that came after its user moved on. Kept
-// PartyMembersKept entries at most; expires with its latest.
+// rises) at the expiry it then writes in its party key (party_set), which
+// refuses an expiry not later than the one the key holds: the join then
+// lists and asks again past it. A join that replaced another leader's
+// party, or a leave, drops the user from that leader's list after the key
+// stopped naming it (party_members_drop), only while the entry has the
+// replaced party's expiry. A user's parties have increasing expiries
+// (party_set, and party_leave's trace of the left party's), so a drop
+// never takes the entry of a party the user is in, and a failure between
+// the steps leaves at worst an entry too many. Left behind so: the entries
+// of a join whose party key was never written, of a drop lost with its
+// instance. Kept PartyMembersKept entries at most; expires with its
+// latest.
 func (s *Sessions) partyMembersKey(leader string) string {
 	return s.tag(leader) + ":partymembers:" + leader
 }
 
-// partyJoin is one SetParty: its steps, in their order, each a call.
+// partyJoin is one SetParty: its steps, list and write until written,
+// then unlist; each a call.
 type partyJoin struct {
 	s           *Sessions
 	uid, leader string
 	asked, now  int64 // ms
 	ttl         time.Duration
+	written     bool
 	old         string // the party key's value replaced ("": none)
-	set         int64  // the party's expiry set (ms)
 }
 
 // list lists uid in leader's members at the expiry asked.
 func (j *partyJoin) list(ctx context.Context) error {
-	return j.add(ctx, j.asked)
-}
-
-func (j *partyJoin) add(ctx context.Context, exp int64) error {
 	return redisx.Wrap(j.s.b.Runner.Run(ctx, partyMembersAddCall{key: j.s.partyMembersKey(j.leader), user: j.uid,
-		exp: exp, now: j.now, ttl: j.ttl}).Err())
+		exp: j.asked, now: j.now, ttl: j.ttl}).Err())
 }
 
-// write sets uid's party key (party_set).
+// write sets uid's party key at the expiry asked (party_set); when it held
+// one as late, nothing is written and the next expiry asked is past it.
 func (j *partyJoin) write(ctx context.Context) error {
 	res, err := j.s.b.Runner.Run(ctx, partySetCall{key: j.s.partyKey(j.uid), leader: j.leader, exp: j.asked, ttl: j.ttl}).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
-	if len(arr) == 2 {
-		j.old, _ = arr[0].(string)
-		j.set, _ = arr[1].(int64)
-	}
-	if j.set < j.asked {
-		return fmt.Errorf("store: unexpected party_set reply %v", res)
-	}
-	return nil
-}
-
-// relist lists uid again at the expiry set, when write moved it.
-func (j *partyJoin) relist(ctx context.Context) error {
-	if j.set == j.asked {
+	if len(arr) == 2 && arr[0] == int64(1) {
+		j.written = true
+		j.old, _ = arr[1].(string)
 		return nil
 	}
-	return j.add(ctx, j.set)
+	if held, ok := arr[1].(int64); len(arr) == 2 && ok && held >= j.asked {
+		j.asked = held + 1
+		return nil
+	}
+	return fmt.Errorf("store: unexpected party_set reply %v", res)
 }
 
 // unlist drops uid from the members of the party write replaced, when it
@@ -109,20 +106,36 @@ func (j *partyJoin) unlist(ctx context.Context) error {
 	return nil
 }
 
-// SetParty implements players.PartyStore: partyJoin's steps, four calls at
-// most (list, write, relist, unlist; partyMembersKey says why). A leave
-// and a join of one user at once, more than partyLeftKept apart on the
-// instances' clocks, may leave the user in the party unlisted until it
-// joins again: consent, which reads the party key, is not affected.
+// SetParty implements players.PartyStore: partyJoin's steps (partyMembersKey
+// says why), three calls; two more each time the write is refused (another
+// join of the user wrote as late an expiry meanwhile, in the same
+// millisecond or from an instance whose clock is ahead, or a leave's
+// trace holds one), up to partyJoinTries writes, then 503. A failed step leaves at worst an entry too many: the
+// user is listed before its key is written, and a drop removes only an
+// entry at the replaced party's expiry, which no later party of the user
+// has. (A leave's trace lives as long as the party key it replaced, which
+// may end before the party's expiry by as much as an instance's clock was
+// ahead when it wrote it: a join delivered in that moment, asking an
+// expiry at or before the left party's, may leave the user unlisted until
+// it joins again. Consent, which reads the party key, is never affected.)
 func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Duration) (players.Party, error) {
 	now := time.Now()
 	j := &partyJoin{s: s, uid: uid, leader: leader, asked: now.Add(ttl).UnixMilli(), now: now.UnixMilli(), ttl: ttl}
-	for _, step := range []func(context.Context) error{j.list, j.write, j.relist, j.unlist} {
-		if err := step(ctx); err != nil {
+	for try := 0; !j.written; try++ {
+		if try == partyJoinTries {
+			return players.Party{}, fmt.Errorf("%w: a party join refused %d times by later ones", rooms.ErrUnavailable, try)
+		}
+		if err := j.list(ctx); err != nil {
+			return players.Party{}, err
+		}
+		if err := j.write(ctx); err != nil {
 			return players.Party{}, err
 		}
 	}
-	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(j.set).UTC()}, nil
+	if err := j.unlist(ctx); err != nil {
+		return players.Party{}, err
+	}
+	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(j.asked).UTC()}, nil
 }
 
 // Party implements players.PartyStore: one GET in uid's slot. A value not
@@ -159,7 +172,7 @@ type partyLeave struct {
 
 // write replaces uid's party by its tombstone (party_leave).
 func (l *partyLeave) write(ctx context.Context) error {
-	res, err := l.s.b.Runner.Run(ctx, partyLeaveCall{key: l.s.partyKey(l.uid), kept: partyLeftKept}).Result()
+	res, err := l.s.b.Runner.Run(ctx, partyLeaveCall{key: l.s.partyKey(l.uid)}).Result()
 	if err != nil && err != redis.Nil {
 		return redisx.Wrap(err)
 	}

@@ -16,45 +16,56 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // The interleavings of one user's joins and leaves, step by step as
-// SetParty and LeaveParty make them (partyJoin: list, write, relist,
-// unlist; partyLeave: write, unlist), with the expiries each join asked
-// (ms past a base an hour ahead: instances whose clocks differ): at the
+// SetParty and LeaveParty make them (partyJoin: list and write, again
+// while a later expiry refuses the write, then unlist; partyLeave:
+// write, unlist), with the expiries each join asked (ms past a base an
+// hour ahead: instances whose clocks differ); a join whose steps stop
+// early is one whose call failed or whose answer was lost (503). At the
 // end the user's party is the want leader's ("" none), which lists the
 // user, and no other leader lists it. "A" joins L at 2000 first, whole,
 // where a case starts with it.
 func TestPartyInterleavings(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		joins map[string]string // writer -> "<leader> <asked offset>"; V, W are leaves
+		joins map[string]string // writer -> "<leader> <asked offset>"; V is a leave
 		steps string
 		want  string
 		// entries: the lists' entries left, L's and M's: the member's,
-		// and any a late re-listing left behind
+		// and any a failed join left behind
 		entries int64
 	}{
 		// three joins at once, one from an instance ahead: K's late
 		// listing must not bring back the expiry M's drop removes
 		{"ThreeJoinsOneAhead", map[string]string{"J": "L 1005", "K": "L 1000", "M": "M 1002"},
-			"J list; K list; K write; M list; M write; J write; J relist; J unlist; K relist; K unlist; M relist; M unlist", "L", 1},
-		// a join from an instance behind, after a leave: the tombstone
-		// gives it an expiry past the left party's, which the leave's drop
-		// then leaves
+			"J list; K list; K write; M list; M write; J write; J unlist; K unlist; M unlist", "L", 1},
+		// a join from an instance behind, after a leave: the leave's
+		// trace refuses its expiry, it lists and writes one past it,
+		// which the leave's drop then leaves
 		{"LeaveThenJoinBehind", map[string]string{"B": "L 1500"},
-			"A; V write; B list; B write; B relist; B unlist; V unlist", "L", 1},
-		// a moved expiry is listed again: the drop of the party it
-		// replaced removed the entry in between
-		{"RelistAfterADrop", map[string]string{"X": "M 2500", "B": "L 1500"},
-			"A; X list; X write; B list; B write; X unlist; B relist; B unlist; X relist", "L", 1},
-		// a re-listing late, after its user moved on: an entry the read
-		// does not list
-		{"RelistAfterTheUserMoved", map[string]string{"B": "L 1500", "C": "M 1800"},
-			"A; B list; B write; C list; C write; C relist; C unlist; B relist; B unlist", "M", 2},
+			"A; V write; B list; B write; B list; B write; B unlist; V unlist", "L", 1},
+		// that join's write refused and its call then failed: no party,
+		// nothing listed
+		{"LeaveThenJoinBehindFailed", map[string]string{"B": "L 1500"},
+			"A; V write; B list; B write; V unlist", "", 0},
+		// that join's second write made, its answer lost: listed before
+		{"LeaveThenJoinBehindAnswerLost", map[string]string{"B": "L 1500"},
+			"A; V write; B list; B write; B list; B write; V unlist", "L", 1},
+		// a join refused, a drop of the party it would replace in
+		// between, then the join listed and written past the move
+		{"WriteRefusedThenADrop", map[string]string{"X": "M 2500", "B": "L 1500"},
+			"A; X list; X write; B list; B write; X unlist; B list; B write; B unlist", "L", 1},
+		// that join's call failed once refused: the move stands
+		{"WriteRefusedThenFailed", map[string]string{"C": "M 2500", "B": "L 1500"},
+			"A; B list; C list; C write; B write; C unlist", "M", 1},
+		// two joins from instances behind, each refused before it writes
+		{"TwoJoinsBehind", map[string]string{"B": "L 1500", "C": "M 1800"},
+			"A; B list; B write; C list; C write; C list; C write; C unlist; B list; B write; B list; B write; B unlist", "L", 1},
 		{"LeaveRacingJoin", map[string]string{"B": "L 3000"},
-			"A; B list; V write; B write; V unlist; B relist; B unlist", "L", 1},
+			"A; B list; V write; B write; V unlist; B unlist", "L", 1},
 		{"JoinThenLeave", map[string]string{"B": "M 3000"},
-			"A; B list; B write; V write; B relist; B unlist; V unlist", "", 0},
+			"A; B list; B write; V write; B unlist; V unlist", "", 0},
 		{"MoveBackAndForth", map[string]string{"B": "M 2100", "C": "L 2200"},
-			"A; B list; C list; B write; C write; C relist; C unlist; B relist; B unlist", "L", 1},
+			"A; B list; C list; B write; C write; C unlist; B unlist", "L", 1},
 	} {
 		for _, b := range redistest.Backends(t) {
 			t.Run(tc.name+"/"+b.Name, func(t *testing.T) {
@@ -73,24 +84,26 @@ func TestPartyInterleavings(t *testing.T) {
 					}
 					joins[w] = join(leader, ms)
 				}
-				leaves := map[string]*partyLeave{"V": {s: s, uid: "u"}, "W": {s: s, uid: "u"}}
+				leave := &partyLeave{s: s, uid: "u"}
 				for _, step := range strings.Split(tc.steps, "; ") {
 					w, what, _ := strings.Cut(step, " ")
 					var err error
 					switch {
-					case w == "A":
+					case w == "A": // as SetParty does, at 2000
 						a := join("L", 2000)
-						for _, f := range []func(context.Context) error{a.list, a.write, a.relist, a.unlist} {
-							if err = f(ctx); err != nil {
-								break
+						for err == nil && !a.written {
+							if err = a.list(ctx); err == nil {
+								err = a.write(ctx)
 							}
+						}
+						if err == nil {
+							err = a.unlist(ctx)
 						}
 					case joins[w] != nil:
 						j := joins[w]
-						err = map[string]func(context.Context) error{"list": j.list, "write": j.write, "relist": j.relist, "unlist": j.unlist}[what](ctx)
+						err = map[string]func(context.Context) error{"list": j.list, "write": j.write, "unlist": j.unlist}[what](ctx)
 					default:
-						l := leaves[w]
-						err = map[string]func(context.Context) error{"write": l.write, "unlist": l.unlist}[what](ctx)
+						err = map[string]func(context.Context) error{"write": leave.write, "unlist": leave.unlist}[what](ctx)
 					}
 					if err != nil {
 						t.Fatalf("%s: %v", step, err)

@@ -34,7 +34,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		partyMembersAddCall{key: "k", user: "u1", exp: 2000, now: 1000, ttl: time.Second},
 		partyMembersDropCall{key: "k", user: "u1", exp: 2000},
 		partySetCall{key: "k", leader: "u2", exp: 2000, ttl: time.Second},
-		partyLeaveCall{key: "k", kept: time.Minute},
+		partyLeaveCall{key: "k"},
 		redisx.RenewCall{Sc: userStreamsRenew, Keys: []string{"k"}, Members: []string{"r/a"}, TTLMs: 1000},
 	}, scripttest.Prelude{Src: prelude(), Runs: func(sc *redisx.Script) bool {
 		return sc.Name == "session_open" || sc.Name == "session_close" || sc.Name == "sessions_sweep"

@@ -1233,8 +1233,7 @@ export interface paths {
          *     members drops the earliest to expire from its list: they stay in
          *     the party, unlisted, until they join again). A join or leave shows
          *     once it was answered (one in flight, or answered 503, may show
-         *     already, or never, as it may have run or not), when the instances'
-         *     clocks are within a minute of each other. Empty when nobody
+         *     already, or never, as it may have run or not). Empty when nobody
          *     joined. A member who joined while an instance of a
          *     release without this list served it is listed once they join
          *     again. Players only: an API key is 403 `SCOPE_REQUIRED`.
