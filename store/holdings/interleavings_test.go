@@ -8,8 +8,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 
-	"github.com/realsync/realsync/store/internal/conn"
-	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -127,11 +126,5 @@ func TestInterleavings(t *testing.T) {
 
 func newHoldings(t *testing.T, b redistest.Backend) *Holdings {
 	t.Helper()
-	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: 4, PubCmd: c.PubCmd}
-	return New(Config{Base: base, Owned: 5, Joined: 5, Rooms: noRooms{}})
+	return New(Config{Base: scripttest.Base(t, b, 4), Owned: 5, Joined: 5, Rooms: noRooms{}})
 }

@@ -15,8 +15,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 
-	"github.com/realsync/realsync/store/internal/conn"
-	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
 	"github.com/realsync/realsync/store/janitor"
 )
 
@@ -69,14 +68,9 @@ func newJanitorOf(t *testing.T, b redistest.Backend, shards int, tasks ...janito
 // deployment of its own (a prefix) on b, with no task.
 func janitorConfig(t *testing.T, b redistest.Backend, shards int) (janitor.Config, redis.UniversalClient) {
 	t.Helper()
-	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: shards, PubCmd: c.PubCmd}
+	base := scripttest.Base(t, b, shards)
 	return janitor.Config{Base: base, Lease: func(shard int) string { return base.Tag(shard) + ":jtest" },
-		Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }}, c.Client
+		Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }}, base.Client
 }
 
 // One instance per shard per lease: a visit whose lease another instance

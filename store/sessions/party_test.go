@@ -9,8 +9,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
-	"github.com/realsync/realsync/store/internal/conn"
-	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -141,11 +140,5 @@ func TestPartyInterleavings(t *testing.T) {
 
 func newSessions(t *testing.T, b redistest.Backend) *Sessions {
 	t.Helper()
-	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: 4, PubCmd: c.PubCmd}
-	return New(Config{Base: base})
+	return New(Config{Base: scripttest.Base(t, b, 4)})
 }

@@ -1,5 +1,6 @@
 // Package scripttest holds the descriptors (redisx.Call) of a store
-// package to the Lua they run, before any Redis.
+// package to the Lua they run, before any Redis, and gives its tests
+// against Redis a redisx.Base (Base).
 package scripttest
 
 import (
