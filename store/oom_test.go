@@ -51,6 +51,48 @@ func TestFullRedisRefusesFollowing(t *testing.T) {
 	}
 }
 
+// A full Redis refuses a party's join whole (its listing, the first
+// write, is refused before anything changed) and lets a member leave,
+// which frees memory: the leave's trace of the left party is refused
+// then, and the key deleted instead.
+func TestFullRedisLetsAPartyBeLeft(t *testing.T) {
+	srv := ownServer(t)
+	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	x := s.Sessions()
+	if _, err := x.SetParty(ctx, alice.ID, bob.ID, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Fill(t, srv.Addr)
+	_, err := x.SetParty(ctx, alice.ID, carol.ID, time.Hour)
+	wantErr(t, err, rooms.ErrUnavailable)
+	if p, ok, err := x.Party(ctx, alice.ID); !ok || err != nil || p.LeaderUserID != bob.ID {
+		t.Fatalf("party after a refused join: %+v %v %v", p, ok, err)
+	}
+	if ms, err := x.PartyMembers(ctx, carol.ID, 10); err != nil || len(ms) != 0 {
+		t.Fatalf("the refused join's leader lists %v %v", ms, err)
+	}
+	if err := x.LeaveParty(ctx, alice.ID); err != nil {
+		t.Fatalf("left out of memory: %v", err)
+	}
+	if _, ok, err := x.Party(ctx, alice.ID); ok || err != nil {
+		t.Fatalf("a party after leaving: %v %v", ok, err)
+	}
+	if ms, err := x.PartyMembers(ctx, bob.ID, 10); err != nil || len(ms) != 0 {
+		t.Fatalf("the left leader lists %v %v", ms, err)
+	}
+	if ks := s.Client().Keys(ctx, "*:party:*").Val(); len(ks) != 0 {
+		t.Fatalf("party keys left after leaving out of memory: %v", ks)
+	}
+	redistest.Unfill(t, srv.Addr)
+	if _, err := x.SetParty(ctx, alice.ID, carol.ID, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := x.PartyMembers(ctx, carol.ID, 10); err != nil || len(ms) != 1 || ms[0].UserID != alice.ID {
+		t.Fatalf("carol lists %v %v", ms, err)
+	}
+}
+
 // A full Redis refuses a user's first personal event (a new history):
 // user_send began it with a DEL of the old log, which Redis lets through
 // out of memory (whatever it deletes), and then wrote the history's meta,

@@ -85,12 +85,15 @@ func (j *partyJoin) write(ctx context.Context) error {
 		return redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
-	if len(arr) == 2 && arr[0] == int64(1) {
+	if len(arr) != 2 {
+		return fmt.Errorf("store: unexpected party_set reply %v", res)
+	}
+	if arr[0] == int64(1) {
 		j.written = true
 		j.old, _ = arr[1].(string)
 		return nil
 	}
-	if held, ok := arr[1].(int64); len(arr) == 2 && ok && held >= j.asked {
+	if held, ok := arr[1].(int64); ok && held >= j.asked {
 		j.asked = held + 1
 		return nil
 	}
@@ -110,10 +113,10 @@ func (j *partyJoin) unlist(ctx context.Context) error {
 // says why), three calls; two more each time the write is refused (another
 // join of the user wrote as late an expiry meanwhile, in the same
 // millisecond or from an instance whose clock is ahead, or a leave's
-// trace holds one), up to partyJoinTries writes, then 503. A failed step leaves at worst an entry too many: the
-// user is listed before its key is written, and a drop removes only an
-// entry at the replaced party's expiry, which no later party of the user
-// has. (A leave's trace lives as long as the party key it replaced, which
+// trace holds one), up to partyJoinTries writes, then 503. A failed step
+// leaves at worst an entry too many: the user is listed before its key is
+// written, and a drop removes only an entry at the replaced party's
+// expiry, which no later party of the user has. (A leave's trace lives as long as the party key it replaced, which
 // may end before the party's expiry by as much as an instance's clock was
 // ahead when it wrote it: a join delivered in that moment, asking an
 // expiry at or before the left party's, may leave the user unlisted until

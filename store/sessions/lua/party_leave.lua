@@ -3,16 +3,16 @@
 -- leader (no party to any reader), until that expiry (KEEPTTL): a join
 -- meanwhile (party_set) then takes an expiry past it, and the leave's
 -- party_members_drop, which removes the entry of that expiry, never takes
--- the join's. The key lives no longer than the party would have. A second
--- run of one call changes nothing more. No prelude.
+-- the join's. The key lives no longer than the party would have. Out of
+-- memory (maxmemory, noeviction) Redis refuses the trace's SET: the key
+-- is deleted then, which frees memory, and a leave still goes through
+-- (the trace's guard lost for that leave). A second run of one call
+-- changes nothing more. No prelude.
 -- KEYS[1] the user's party key
 -- Reply: the replaced value, or false (none)
 local old = redis.call('GET', KEYS[1])
 if not old then return false end
 local exp = string.match(old, '^(%d+)')
-if exp then
-  redis.call('SET', KEYS[1], exp, 'KEEPTTL')
-else
-  redis.call('DEL', KEYS[1])
-end
+local kept = exp and redis.pcall('SET', KEYS[1], exp, 'KEEPTTL')
+if not kept or kept.err then redis.call('DEL', KEYS[1]) end
 return old
