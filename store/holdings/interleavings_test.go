@@ -126,5 +126,5 @@ func TestInterleavings(t *testing.T) {
 
 func newHoldings(t *testing.T, b redistest.Backend) *Holdings {
 	t.Helper()
-	return New(Config{Base: scripttest.Base(t, b, 4), Owned: 5, Joined: 5, Rooms: noRooms{}})
+	return New(Config{Base: scripttest.Base(t, b.URL, b.ClusterAddrs, redistest.Prefix(t), 4), Owned: 5, Joined: 5, Rooms: noRooms{}})
 }

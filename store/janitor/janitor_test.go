@@ -68,7 +68,7 @@ func newJanitorOf(t *testing.T, b redistest.Backend, shards int, tasks ...janito
 // deployment of its own (a prefix) on b, with no task.
 func janitorConfig(t *testing.T, b redistest.Backend, shards int) (janitor.Config, redis.UniversalClient) {
 	t.Helper()
-	base := scripttest.Base(t, b, shards)
+	base := scripttest.Base(t, b.URL, b.ClusterAddrs, redistest.Prefix(t), shards)
 	return janitor.Config{Base: base, Lease: func(shard int) string { return base.Tag(shard) + ":jtest" },
 		Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }}, base.Client
 }

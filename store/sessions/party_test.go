@@ -140,5 +140,5 @@ func TestPartyInterleavings(t *testing.T) {
 
 func newSessions(t *testing.T, b redistest.Backend) *Sessions {
 	t.Helper()
-	return New(Config{Base: scripttest.Base(t, b, 4)})
+	return New(Config{Base: scripttest.Base(t, b.URL, b.ClusterAddrs, redistest.Prefix(t), 4)})
 }
