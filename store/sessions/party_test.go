@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +78,9 @@ func TestPartyInterleavings(t *testing.T) {
 				}
 				for w, spec := range tc.joins {
 					leader, at, _ := strings.Cut(spec, " ")
-					var ms int64
-					for _, c := range at {
-						ms = ms*10 + int64(c-'0')
+					ms, err := strconv.ParseInt(at, 10, 64)
+					if err != nil {
+						t.Fatalf("join %s %q: %v", w, spec, err)
 					}
 					joins[w] = join(leader, ms)
 				}
