@@ -124,7 +124,13 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 	write(file("b"))
 	wait("the revert told", func() bool { mu.Lock(); defer mu.Unlock(); return loads[true] == good+1 })
 	write(bad)
-	wait("the same bad file after the revert logged", func() bool { return strings.Count(logs.String(), "not reloaded") == 3 })
+	// Watch logs a refusal, then tells it: wait for both (the told
+	// count read right after the log line raced it: CI, 2026-12-06)
+	wait("the same bad file after the revert logged and told", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(logs.String(), "not reloaded") == 3 && loads[false] >= 3
+	})
 	mu.Lock()
 	if loads[false] != 3 {
 		t.Errorf("refused loads %d, want 3", loads[false])
