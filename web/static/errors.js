@@ -29,6 +29,9 @@ const sentences = {
   CODE_GUESSES_LIMITED: "Too many wrong invite codes. Wait a minute before trying again.",
   BANNED: "The owner has removed you from this room for good.",
   VALIDATION_FAILED: "Please check the fields marked below.",
+  TICKET_ACTIVE: "You, or a player in your party, are already searching for a match.",
+  MEMBER_QUEUED_IN_PARTY: "Your party's leader is already searching for a match with you.",
+  PARTY_CONSENT_REQUIRED: "A player has just left your party. Try again.",
   STORE_UNAVAILABLE: "The server is having trouble. Try again in a moment.",
   REQUEST_TIMEOUT: "The server took too long to answer. Try again.",
   INTERNAL: "Something went wrong on the server. Try again in a moment.",
@@ -52,6 +55,7 @@ const fieldHints = {
   inviteCode: "Invite codes look like K7Q2-MX9P-4HRT (12 letters and digits).",
   key: "Keys use letters, digits and _ . : - (1 to 64 characters).",
   text: "Messages hold up to 500 characters.",
+  leaderUserId: "That isn't a friend code: copy it from your friend's Friends panel.",
 };
 
 /** fieldName maps a server field path ("regions.0", "patch.score") to a form field name. */

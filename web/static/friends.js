@@ -10,8 +10,8 @@ import { friendly } from "./errors.js";
 
 const platformNames = { pc: "PC", console: "console", mobile: "mobile", web: "web" };
 
-/** saved is the tab's friends: user id → the name the player gave ("" for none). */
-function saved() {
+/** friendNames is the tab's friends: user id → the name the player gave ("" for none). */
+export function friendNames() {
   try {
     return new Map(Object.entries(JSON.parse(sessionStorage.getItem("friends") ?? "{}")));
   } catch {
@@ -21,11 +21,12 @@ function saved() {
 
 /**
  * friends runs the panel for the player userId of client c, following the
- * presence events of me (the player's LiveMe). Returns nothing; the panel
- * lives as long as the page.
+ * presence events of me (the player's LiveMe); each friend's Join party
+ * button calls joinParty with the friend's user id. Returns nothing; the
+ * panel lives as long as the page.
  */
-export function friends(c, userId, me) {
-  const names = saved();
+export function friends(c, userId, me, joinParty) {
+  const names = friendNames();
   const keep = () => sessionStorage.setItem("friends", JSON.stringify(Object.fromEntries(names)));
 
   $("#my-code").textContent = userId;
@@ -57,6 +58,8 @@ export function friends(c, userId, me) {
       el("span", { class: `dot${s.on ? " on" : ""}`, "aria-hidden": "true" }),
       el("span", { class: "name" }, name),
       el("span", { class: "muted presence" }, s.text),
+      el("button", { type: "button", class: "small ghost", "aria-label": `Join ${name}'s party`,
+        onclick: () => joinParty(id) }, "Join party"),
       el("button", { type: "button", class: "small ghost", "aria-label": `Unfollow ${name}`,
         onclick: () => follow([...names.keys()].filter((x) => x !== id)).catch(showError) }, "Unfollow"));
   }

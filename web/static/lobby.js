@@ -2,11 +2,13 @@
 // "only joinable" off, the public waiting and playing rooms, listed again
 // whenever the live list moves and every 10 s), the player's own rooms,
 // create, join by invite code and quick join; the friends panel, fed by the
-// player's personal stream (platform "web", open while the page is).
+// player's personal stream (platform "web", open while the page is); the
+// party panel and find match.
 import { session } from "./session.js";
 import { friends } from "./friends.js";
 import { invites } from "./invites.js";
 import { findMatch } from "./match.js";
+import { party } from "./party.js";
 import { $, Badge, bindForm, el, showProblem } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
 
@@ -156,9 +158,10 @@ bindForm($("#quick"), async (f) => {
 });
 
 const me = c.me("web");
-friends(c, userId, me);
+const myParty = party(c, userId);
+friends(c, userId, me, myParty.join);
 invites(c, me);
-findMatch(c, me);
+findMatch(c, me, myParty);
 mine = new Map(myRooms.map((r) => [r.id, r]));
 renderMine();
 watch();

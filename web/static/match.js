@@ -1,18 +1,23 @@
 // The "Find match" panel of the lobby: a matchmaking ticket of a mode and
-// region with the player's rating; while it searches, the time waited and
-// the rating window (which widens with the wait) every second, and Cancel.
-// The match arrives as match_found on the player's personal stream (also
-// polled on the ticket, should the stream be away): the page joins the
-// match's room, where a seat is held for the player, and opens it.
+// region with the player's rating, naming the players in the player's party
+// (party.js); while it searches, the time waited and the rating window
+// (which widens with the wait) every second, and Cancel. The match arrives
+// as match_found on the player's personal stream (also polled on the
+// ticket, should the stream be away): the page joins the match's room,
+// where a seat is held for the player, and opens it. A party member's page
+// does the same with the match_found of its leader's ticket.
 import { $, bindForm } from "./ui.js";
 import { friendly } from "./errors.js";
 
-/** findMatch runs the panel for client c and its LiveMe me. */
-export function findMatch(c, me) {
+/** findMatch runs the panel for client c, its LiveMe me and its party (party.js). */
+export function findMatch(c, me, party) {
   const form = $("#match");
+  const find = form.querySelector("button");
   const status = $("#match-status");
   const cancel = $("#match-cancel");
   let ticket; // the searching ticket
+  let company = ""; // "with your party of n" while a party searches
+  let going = false; // a match's room is being joined and opened
   let timer;
 
   function show(text) {
@@ -24,16 +29,19 @@ export function findMatch(c, me) {
     clearInterval(timer);
     ticket = undefined;
     cancel.hidden = true;
-    form.querySelector("button").disabled = false;
+    find.hidden = false;
   }
 
-  async function matched(roomId) {
+  async function matched(roomId, text = "Match found! Joining…") {
+    if (going) return;
+    going = true;
     stop();
-    show("Match found! Joining…");
+    show(text);
     try {
       if (!(await c.myRooms()).some((r) => r.id === roomId)) await c.joinRoom(roomId);
       location.href = `room.html?id=${encodeURIComponent(roomId)}`;
     } catch (err) {
+      going = false;
       show(friendly(err, "join"));
     }
   }
@@ -48,17 +56,21 @@ export function findMatch(c, me) {
         stop();
         return show(t.status === "expired" ? "No match found in time. Try again." : "Search cancelled.");
       }
-      show(`Searching… ${Math.round(t.waitedSeconds ?? 0)} s, rating window ±${Math.round(t.window ?? 0)}`);
+      show(`Searching${company}… ${Math.round(t.waitedSeconds ?? 0)} s, rating window ±${Math.round(t.window ?? 0)}`);
     } catch (err) {
       show(friendly(err));
     }
   }
 
   bindForm(form, async (f) => {
-    ticket = await c.createTicket({ mode: f.mode, regions: [f.region], rating: Number(f.rating) });
-    form.querySelector("button").disabled = true;
+    const members = await party.refresh();
+    ticket = await c.createTicket({ mode: f.mode, regions: [f.region], rating: Number(f.rating),
+      partyUserIds: members.length > 0 ? members : undefined });
+    if (going) return; // matched before the answer came (a party may be a match of its own)
+    company = members.length > 0 ? ` with your party of ${members.length + 1}` : "";
+    find.hidden = true; // hidden, not disabled: bindForm enables the form's buttons once this returns
     cancel.hidden = false;
-    show("Searching… 0 s");
+    show(`Searching${company}… 0 s`);
     timer = setInterval(poll, 1000);
   });
 
@@ -75,7 +87,10 @@ export function findMatch(c, me) {
     }
   });
 
+  // A match_found of another ticket is the player's party's: its leader's
+  // ticket named the player (a user is in one active ticket at a time).
   me.on("match_found", (m) => {
     if (ticket && m.ticketId === ticket.ticketId) void matched(m.roomId);
+    else if (!ticket) void matched(m.roomId, "Your party found a match! Joining…");
   });
 }

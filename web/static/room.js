@@ -8,7 +8,7 @@
 import { session } from "./session.js";
 import { $, Badge, bindForm, copy, el } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
-import { invites } from "./invites.js";
+import { invites, matches } from "./invites.js";
 
 const roomId = new URLSearchParams(location.search).get("id") ?? "";
 const { client: c, rooms: myRooms } = await session();
@@ -17,6 +17,7 @@ const { client: c, rooms: myRooms } = await session();
 const personal = c.me("web");
 personal.ready?.catch(() => {});
 invites(c, personal);
+matches(c, personal);
 const badge = new Badge($("#badge"));
 
 let live; // the LiveRoom, once a member

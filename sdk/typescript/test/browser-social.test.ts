@@ -1,12 +1,12 @@
-// The demo in a browser, around rooms: friends, invites, matchmaking, a
+// The demo in a browser, around rooms: friends, invites, matchmaking, parties, a
 // device clock a day ahead, and the server's errors as sentences. The
 // players, pages and checks are test/demo.ts's.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { patience, startServer } from "./server.js";
-import { type Player, clean, guest, newContext, phone, player, row, server, shoot, signIn } from "./demo.js";
+import { type Player, clean, guest, newContext, phone, player, roomOf, row, server, shoot, signIn } from "./demo.js";
 
-describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
+describe("the demo in a browser: friends, invites, matchmaking, parties, errors", () => {
   it("friends: follow by friend code, see a friend come online on the web and go offline, kept across a reload", async () => {
     const kim = await player("kim");
     const lee = await player("lee", phone);
@@ -111,6 +111,65 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     await row(ola, "pia").waitFor();
     await row(pia, "ola").waitFor();
     clean(ola, pia);
+  });
+
+  it("party: a friend joins a player's party from the friends list; the leader's Find match takes both to the match's room; the friend leaves", async () => {
+    const rex = await player("rex");
+    const sue = await player("sue", phone);
+    const rexCode = (await rex.page.locator("#my-code").textContent()) ?? "";
+    const sueCode = (await sue.page.locator("#my-code").textContent()) ?? "";
+    await rex.page.locator("#no-members").waitFor();
+
+    const join = sue.page.locator("#party-join");
+    await join.getByLabel("Leader's friend code").fill(sueCode);
+    await join.getByRole("button", { name: "Join party" }).click();
+    await join.locator(".form-error").filter({ hasText: "your own code" }).waitFor();
+    await join.getByLabel("Leader's friend code").fill("");
+    const follow = sue.page.locator("#follow");
+    await follow.getByLabel("Friend code").fill(rexCode);
+    await follow.getByLabel("Name").fill("Rex");
+    await follow.getByRole("button", { name: "Follow" }).click();
+    await sue.page.getByRole("button", { name: "Join Rex's party" }).click();
+    await sue.page.locator("#party-in").filter({ hasText: "You are in Rex's party." }).waitFor();
+    assert.equal(await join.locator(".form-error").textContent(), "", "the refusal is gone once in a party");
+    // the leader's list is read every 5 s
+    await rex.page.locator(`#party-members li[data-user="${sueCode}"]`).waitFor();
+    assert.equal(await rex.page.locator("#no-members").isVisible(), false);
+    await shoot(sue, "36-party");
+
+    // By default a mode's match is 2 players: the party of two is a match of its own.
+    const form = rex.page.locator("#match");
+    await form.getByLabel("Mode").fill(`duo${Date.now() % 100000}`);
+    await form.getByRole("button", { name: "Find match" }).click();
+    await rex.page.waitForURL(/room\.html\?id=/);
+    await sue.page.waitForURL(/room\.html\?id=/);
+    assert.equal(roomOf(rex), roomOf(sue), "one room");
+    await row(rex, "sue").waitFor();
+    await row(sue, "rex").waitFor();
+    const first = roomOf(rex);
+
+    // Rex queues the party again from the lobby while sue stays in the
+    // room: her room page offers the new match.
+    await rex.page.goto(`${server.url}/demo/`);
+    await form.getByLabel("Mode").fill(`duo${Date.now() % 100000}`);
+    await form.getByRole("button", { name: "Find match" }).click();
+    await rex.page.waitForURL(/room\.html\?id=/);
+    assert.notEqual(roomOf(rex), first, "a new match's room");
+    const offer = sue.page.locator(`#invites li[data-room="${roomOf(rex)}"]`);
+    await offer.filter({ hasText: "A match is ready for you" }).waitFor();
+    await offer.getByRole("button", { name: "Join the match" }).click();
+    await sue.page.waitForURL(new RegExp(`room\\.html\\?id=${roomOf(rex)}`));
+    await row(sue, "rex").waitFor();
+
+    // Back in the lobby, sue is still in the party, and leaves it.
+    await sue.page.goto(`${server.url}/demo/`);
+    await sue.page.locator("#party-in").filter({ hasText: "You are in Rex's party." }).waitFor();
+    await sue.page.getByRole("button", { name: "Leave party" }).click();
+    await sue.page.locator("#party-in").filter({ hasText: "You are in no party." }).waitFor();
+    await rex.page.goto(`${server.url}/demo/`);
+    await rex.page.locator("#no-members").waitFor();
+    assert.equal(await rex.page.locator("#party-members li").count(), 0);
+    clean(rex, sue);
   });
 
   it("a device clock a day ahead: the player stays signed in across pages (the server judges the token)", async () => {

@@ -1,0 +1,94 @@
+// The party panel of the lobby. A player joins a friend's party by the
+// friend's code (or the Join party button of a friend's row), which lets that
+// friend queue them for matches; Leave takes them out. The panel also lists
+// the players who joined the player's own party: Find match queues them with
+// the player, and the match's room opens for everyone. No event tells a
+// leader that someone joined, so the list is read again every 5 s while the
+// page is visible, and right before a search. The party the player joined
+// is kept in the tab (the server answers 404 for no party, which a browser
+// logs as an error): the server is asked on load only when the tab has one,
+// to learn whether it still stands.
+import { $, bindForm, el, formError } from "./ui.js";
+import { friendly } from "./errors.js";
+import { friendNames } from "./friends.js";
+
+/** How often the list of the player's own party is read again. */
+const refreshEvery = 5000;
+
+/**
+ * party runs the panel for the player userId of client c. Returns
+ * refresh(), which reads the player's own party again and resolves to its
+ * members' user ids (find match names them), and join(leader), which puts
+ * the player in leader's party (a friend's Join party button).
+ */
+export function party(c, userId) {
+  let members = [];
+  const name = (id) => friendNames().get(id) || id;
+
+  function showError(err) {
+    $("#party-error").textContent = err ? friendly(err) : "";
+  }
+
+  /** showLeader shows the party the player is in (leader: a user id, or undefined for none). */
+  function showLeader(leader) {
+    if (leader) sessionStorage.setItem("party", leader);
+    else sessionStorage.removeItem("party");
+    $("#party-in").textContent = leader ? `You are in ${name(leader)}'s party.` : "You are in no party.";
+    $("#party-leave").hidden = !leader;
+  }
+
+  async function readLeader() {
+    try {
+      showLeader((await c.getParty()).leaderUserId);
+    } catch (err) {
+      if (err?.code === "PARTY_NOT_FOUND") showLeader(undefined);
+      else showError(err);
+    }
+  }
+
+  function render() {
+    $("#party-members").replaceChildren(...members.map((id) =>
+      el("li", { "data-user": id }, el("span", { class: "name" }, name(id)))));
+    $("#no-members").hidden = members.length > 0;
+  }
+
+  async function refresh() {
+    members = (await c.listPartyMembers()).map((m) => m.userId);
+    render();
+    return members;
+  }
+
+  /** join puts the player in leader's party (replacing any other). */
+  async function join(leader) {
+    await c.joinParty(leader);
+    showLeader(leader);
+    showError(undefined);
+    formError($("#party-join"), "");
+  }
+
+  bindForm($("#party-join"), async (f, form) => {
+    const leader = f.leaderUserId.trim();
+    if (leader === userId) return formError(form, "That is your own code: friends join your party with it.");
+    await join(leader);
+    form.reset();
+  });
+
+  $("#party-leave").addEventListener("click", async () => {
+    try {
+      await c.leaveParty();
+      showLeader(undefined);
+    } catch (err) {
+      showError(err);
+    }
+  });
+
+  setInterval(() => {
+    if (document.visibilityState === "visible") refresh().catch(showError);
+  }, refreshEvery);
+  if (sessionStorage.getItem("party")) readLeader();
+  refresh().catch(showError);
+  return {
+    refresh,
+    join: (leader) => join(leader).catch(showError),
+  };
+}
