@@ -31,7 +31,7 @@ const sentences = {
   VALIDATION_FAILED: "Please check the fields marked below.",
   TICKET_ACTIVE: "You, or a player in your party, are already searching for a match.",
   MEMBER_QUEUED_IN_PARTY: "Your party's leader is already searching for a match with you.",
-  PARTY_CONSENT_REQUIRED: "A player has just left your party. Try again.",
+  PARTY_CONSENT_REQUIRED: "A player in your party hasn't agreed to be queued by you (they may have just left). Try again.",
   STORE_UNAVAILABLE: "The server is having trouble. Try again in a moment.",
   REQUEST_TIMEOUT: "The server took too long to answer. Try again.",
   INTERNAL: "Something went wrong on the server. Try again in a moment.",
