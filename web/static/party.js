@@ -82,11 +82,23 @@ export function party(c, userId) {
     }
   });
 
+  // poll reads the list; its error stays shown until a read succeeds
+  let failed = false;
+  async function poll() {
+    try {
+      await refresh();
+      if (failed) showError(undefined);
+      failed = false;
+    } catch (err) {
+      failed = true;
+      showError(err);
+    }
+  }
   setInterval(() => {
-    if (document.visibilityState === "visible") refresh().catch(showError);
+    if (document.visibilityState === "visible") void poll();
   }, refreshEvery);
   if (sessionStorage.getItem("party")) readLeader();
-  refresh().catch(showError);
+  void poll();
   return {
     refresh,
     join: (leader) => join(leader).catch(showError),
