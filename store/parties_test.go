@@ -245,6 +245,48 @@ func TestPartyMembersKept(t *testing.T) {
 	})
 }
 
+// One user's 40 joins at once, each of another leader (a tester's
+// burst): every join answers (none superseded is refused: partyJoinWrites),
+// and only the party the user ends in lists the user, in the lists as
+// stored too (a superseded join drops its listing). Three bursts.
+func TestPartyJoinBurst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		x := s.Sessions()
+		for burst := range 3 {
+			var g errgroup.Group
+			for i := range 40 {
+				g.Go(func() error {
+					_, err := x.SetParty(ctx, "u-burst", fmt.Sprint("u-l", i), time.Hour)
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
+				t.Fatalf("burst %d: %v", burst, err)
+			}
+			p, ok, err := x.Party(ctx, "u-burst")
+			if !ok || err != nil {
+				t.Fatalf("burst %d: no party (%v)", burst, err)
+			}
+			ks, err := rediskeys.Scan(ctx, s.Client(), "{"+s.Prefix()+":*}:partymembers:*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var holding []string
+			for _, k := range ks {
+				if err := s.Client().ZScore(ctx, k, "u-burst").Err(); err == nil {
+					holding = append(holding, k[strings.LastIndexByte(k, ':')+1:])
+				} else if err != redis.Nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(holding, []string{p.LeaderUserID}) {
+				t.Fatalf("burst %d: the party is %s's, the lists of %v hold the user", burst, p.LeaderUserID, holding)
+			}
+		}
+	})
+}
+
 // Many users moving between three leaders' parties at once, each user
 // from two clients at once, then joining and leaving: every leader's list
 // is exactly the users whose party names the leader.

@@ -2627,7 +2627,10 @@ type ClientInterface interface {
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
-	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+	// user's joins sent at once end in one of their parties: each
+	// answers 200 with the party it asked, one standing and the others
+	// replaced by it right away (`GET` says which). 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
 	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -2656,7 +2659,10 @@ type ClientInterface interface {
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
-	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+	// user's joins sent at once end in one of their parties: each
+	// answers 200 with the party it asked, one standing and the others
+	// replaced by it right away (`GET` says which). 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
 	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -4513,7 +4519,10 @@ func (c *APIClient) GetParty(ctx context.Context, reqEditors ...RequestEditorFn)
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
-// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+// user's joins sent at once end in one of their parties: each
+// answers 200 with the party it asked, one standing and the others
+// replaced by it right away (`GET` says which). 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
 // is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -4552,7 +4561,10 @@ func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, b
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
-// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+// user's joins sent at once end in one of their parties: each
+// answers 200 with the party it asked, one standing and the others
+// replaced by it right away (`GET` says which). 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
 // is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -8616,7 +8628,10 @@ type ClientWithResponsesInterface interface {
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
-	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+	// user's joins sent at once end in one of their parties: each
+	// answers 200 with the party it asked, one standing and the others
+	// replaced by it right away (`GET` says which). 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
 	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -8645,7 +8660,10 @@ type ClientWithResponsesInterface interface {
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
-	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+	// user's joins sent at once end in one of their parties: each
+	// answers 200 with the party it asked, one standing and the others
+	// replaced by it right away (`GET` says which). 422
 	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 	// user id, an API key's, or the caller's. Players only: an API key
 	// is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -15538,7 +15556,10 @@ func (c *ClientWithResponses) GetPartyWithResponse(ctx context.Context, reqEdito
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
-// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+// user's joins sent at once end in one of their parties: each
+// answers 200 with the party it asked, one standing and the others
+// replaced by it right away (`GET` says which). 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
 // is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -15573,7 +15594,10 @@ func (c *ClientWithResponses) JoinPartyWithBodyWithResponse(ctx context.Context,
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
-// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+// user's joins sent at once end in one of their parties: each
+// answers 200 with the party it asked, one standing and the others
+// replaced by it right away (`GET` says which). 422
 // `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
 // user id, an API key's, or the caller's. Players only: an API key
 // is 403 `SCOPE_REQUIRED` (a game server cannot consent for a

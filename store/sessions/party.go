@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/players"
-	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -23,12 +22,17 @@ var _ players.PartyStore = (*Sessions)(nil)
 // of a read.
 const PartyMembersKept = 10 * players.MaxPartyListed
 
-// partyJoinTries bounds the listings and writes of one join (SetParty)
-// that other joins of its user, writing later expiries, keep refusing:
-// each refusal means another join of the user was written meanwhile, and
-// a user's two clients joining as fast as the store answers (no rate
-// limit) lost 8 in a row on a Cluster (TestPartyMembersUnderConcurrentJoins).
-const partyJoinTries = 32
+// partyJoinWrites is the writes one join (SetParty) tries. The first may
+// be refused by an earlier party of the user (written by an instance
+// whose clock was ahead, or a leave's trace); a second refusal means
+// another join of the user wrote a later expiry after the first, during
+// this one (only a join raises the expiry a party key holds): this join
+// is then superseded. It took effect just before that one, which replaced
+// it, and it drops its own listing (yield). Until 2026-12-06 a join tried
+// again up to 32 times, then answered 503: one user's 40 joins at once
+// made a few 503s, each leaving an entry in another leader's list (a
+// tester's find; TestPartyJoinBurst).
+const partyJoinWrites = 2
 
 // partyKey is user uid's party: a string "<expiry, ms> <leader's userId>"
 // (a user id holds no space), expiring with it; a party read past its
@@ -60,12 +64,14 @@ func (s *Sessions) partyMembersKey(leader string) string {
 	return s.tag(leader) + ":partymembers:" + leader
 }
 
-// partyJoin is one SetParty: its steps, list and write until written,
-// then unlist; each a call.
+// partyJoin is one SetParty: its steps, list and write until written
+// (or refused partyJoinWrites times: yield), then unlist; each a call.
 type partyJoin struct {
 	s           *Sessions
 	uid, leader string
 	asked, now  int64 // ms
+	listed      int64 // the expiry of its latest listing (ms)
+	refused     int   // its writes refused
 	ttl         time.Duration
 	written     bool
 	old         string // the party key's value replaced ("": none)
@@ -73,8 +79,22 @@ type partyJoin struct {
 
 // list lists uid in leader's members at the expiry asked.
 func (j *partyJoin) list(ctx context.Context) error {
+	j.listed = j.asked
 	return redisx.Wrap(j.s.b.Runner.Run(ctx, partyMembersAddCall{key: j.s.partyMembersKey(j.leader), user: j.uid,
 		exp: j.asked, now: j.now, ttl: j.ttl}).Err())
+}
+
+// yield drops the listing of a join superseded (refused partyJoinWrites
+// times), while its entry is at the expiry it listed: no party of the
+// user can be written at that expiry any more (the key holds one as late,
+// and not this join's party: party_set calls a party written as asked
+// written), and a join of the same leader listed since is at a later one.
+// Nothing for a join written.
+func (j *partyJoin) yield(ctx context.Context) error {
+	if j.written || j.listed == 0 {
+		return nil
+	}
+	return j.s.dropPartyMember(ctx, j.leader, j.uid, j.listed)
 }
 
 // write sets uid's party key at the expiry asked (party_set); when it held
@@ -95,6 +115,7 @@ func (j *partyJoin) write(ctx context.Context) error {
 	}
 	if held, ok := arr[1].(int64); ok && held >= j.asked {
 		j.asked = held + 1
+		j.refused++
 		return nil
 	}
 	return fmt.Errorf("store: unexpected party_set reply %v", res)
@@ -110,23 +131,29 @@ func (j *partyJoin) unlist(ctx context.Context) error {
 }
 
 // SetParty implements players.PartyStore: partyJoin's steps (partyMembersKey
-// says why), three calls; two more each time the write is refused (another
-// join of the user wrote as late an expiry meanwhile, in the same
-// millisecond or from an instance whose clock is ahead, or a leave's
-// trace holds one), up to partyJoinTries writes, then 503. A failed step
-// leaves at worst an entry too many: the user is listed before its key is
-// written, and a drop removes only an entry at the replaced party's
-// expiry, which no later party of the user has. (A leave's trace lives as long as the party key it replaced, which
-// may end before the party's expiry by as much as an instance's clock was
-// ahead when it wrote it: a join delivered in that moment, asking an
-// expiry at or before the left party's, may leave the user unlisted until
-// it joins again. Consent, which reads the party key, is never affected.)
+// says why), three calls; two more when the write is refused (an earlier
+// party of the user holds as late an expiry, written in the same
+// millisecond or by an instance whose clock is ahead, or a leave's trace,
+// or another join of the user wrote one meanwhile); refused twice, the
+// join was superseded by another of the user (partyJoinWrites), drops its
+// listing and answers the party it asked, which that one replaced. A
+// failed step leaves at worst an entry too many: the user is listed
+// before its key is written, and a drop removes only an entry at the
+// replaced party's expiry, which no later party of the user has. (A
+// leave's trace lives as long as the party key it replaced, which may end
+// before the party's expiry by as much as an instance's clock was ahead
+// when it wrote it: a join delivered in that moment, asking an expiry at
+// or before the left party's, may leave the user unlisted until it joins
+// again. Consent, which reads the party key, is never affected.)
 func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Duration) (players.Party, error) {
 	now := time.Now()
 	j := &partyJoin{s: s, uid: uid, leader: leader, asked: now.Add(ttl).UnixMilli(), now: now.UnixMilli(), ttl: ttl}
-	for try := 0; !j.written; try++ {
-		if try == partyJoinTries {
-			return players.Party{}, fmt.Errorf("%w: a party join refused %d times by later ones", rooms.ErrUnavailable, try)
+	for !j.written {
+		if j.refused == partyJoinWrites {
+			if err := j.yield(ctx); err != nil {
+				return players.Party{}, err
+			}
+			return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(j.listed).UTC()}, nil
 		}
 		if err := j.list(ctx); err != nil {
 			return players.Party{}, err

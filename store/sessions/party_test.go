@@ -17,8 +17,8 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // The interleavings of one user's joins and leaves, step by step as
 // SetParty and LeaveParty make them (partyJoin: list and write, again
-// while a later expiry refuses the write, then unlist; partyLeave:
-// write, unlist), with the expiries each join asked (ms past a base an
+// when a later expiry refuses the write, then unlist, or yield once
+// refused twice; partyLeave: write, unlist), with the expiries each join asked (ms past a base an
 // hour ahead: instances whose clocks differ); a join whose steps stop
 // early is one whose call failed or whose answer was lost (503). At the
 // end the user's party is the want leader's ("" none), which lists the
@@ -66,6 +66,20 @@ func TestPartyInterleavings(t *testing.T) {
 			"A; B list; B write; V write; B unlist; V unlist", "", 0},
 		{"MoveBackAndForth", map[string]string{"B": "M 2100", "C": "L 2200"},
 			"A; B list; C list; B write; C write; C unlist; B unlist", "L", 1},
+		// a join from an instance behind, refused by A's party, then by
+		// K's written meanwhile: superseded, it drops its listing
+		{"Superseded", map[string]string{"J": "M 1500", "K": "L 2500"},
+			"A; J list; J write; J list; K list; K write; J write; J yield; K unlist", "L", 1},
+		// the same, superseded by a join of its own leader: the drop
+		// leaves that one's listing
+		{"SupersededBySameLeader", map[string]string{"J": "L 1500", "K": "L 2500"},
+			"A; J list; J write; J list; K list; K write; J write; J yield; K unlist", "L", 1},
+		// two joins of one leader from instances behind, each refused by
+		// A's party, then asking the same expiry: the second finds the
+		// first's party written as it asks, which is written, not a
+		// refusal (which would drop the member's listing)
+		{"SameJoinTwice", map[string]string{"B": "M 1500", "C": "M 1500"},
+			"A; B list; C list; B write; C write; B list; C list; C write; B write; B yield; B unlist; C unlist", "M", 1},
 	} {
 		for _, b := range redistest.Backends(t) {
 			t.Run(tc.name+"/"+b.Name, func(t *testing.T) {
@@ -101,7 +115,7 @@ func TestPartyInterleavings(t *testing.T) {
 						}
 					case joins[w] != nil:
 						j := joins[w]
-						err = map[string]func(context.Context) error{"list": j.list, "write": j.write, "unlist": j.unlist}[what](ctx)
+						err = map[string]func(context.Context) error{"list": j.list, "write": j.write, "unlist": j.unlist, "yield": j.yield}[what](ctx)
 					default:
 						err = map[string]func(context.Context) error{"write": leave.write, "unlist": leave.unlist}[what](ctx)
 					}

@@ -1192,7 +1192,10 @@ export interface paths {
          *     the message's data, which its sender chose. Kept 24 hours
          *     (`expiresAt`), joining again renews it; `DELETE` leaves it. A
          *     leader needs no party of their own. The party is kept whatever
-         *     `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+         *     `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. A
+         *     user's joins sent at once end in one of their parties: each
+         *     answers 200 with the party it asked, one standing and the others
+         *     replaced by it right away (`GET` says which). 422
          *     `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
          *     user id, an API key's, or the caller's. Players only: an API key
          *     is 403 `SCOPE_REQUIRED` (a game server cannot consent for a
@@ -4482,7 +4485,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The party the caller is in now. */
+            /** @description The party the caller joined (replaced already if another join of the caller's, sent at once, was written meanwhile). */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -6,13 +6,17 @@
 -- never share an expiry, by which party_members_drop tells the replaced
 -- party's entry from a new one, and the member is always listed at the
 -- expiry written before it is written. Else nothing is written, and the
--- caller lists the user past the expiry held and asks again. Sent once (a
--- second run would renew the party again). No prelude.
+-- caller lists the user past the expiry held and asks again, unless the
+-- key holds the very party asked (another join of the user wrote it, in
+-- the same millisecond): that is written, replacing nothing (the other
+-- join unlists what it replaced). Sent once (a second run would renew the
+-- party again). No prelude.
 -- KEYS[1] the user's party key ("<expiry, ms> <leader's userId>")
 -- ARGV[1] the expiry asked (ms)  ARGV[2] the leader's userId  ARGV[3] TTL (ms)
 -- Reply: {1, the replaced value or false} written |
 --        {0, the expiry held (ms)} not written
 local old = redis.call('GET', KEYS[1])
+if old == ARGV[1] .. ' ' .. ARGV[2] then return {1, false} end
 if old then
   local was = tonumber(string.match(old, '^(%d+)'))
   if was and was >= tonumber(ARGV[1]) then return {0, was} end
