@@ -1,5 +1,5 @@
 // The "Find match" panel of the lobby: a matchmaking ticket of a mode and
-// region with the player's rating, naming the players in the player's party
+// region with the player's rating, naming the friends in the player's party
 // (party.js); while it searches, the time waited and the rating window
 // (which widens with the wait) every second, and Cancel. The match arrives
 // as match_found on the player's personal stream (also polled on the
@@ -63,7 +63,7 @@ export function findMatch(c, me, party) {
   }
 
   bindForm(form, async (f) => {
-    const members = await party.refresh();
+    const members = await party.friends();
     ticket = await c.createTicket({ mode: f.mode, regions: [f.region], rating: Number(f.rating),
       partyUserIds: members.length > 0 ? members : undefined });
     if (going) return; // matched before the answer came (a party may be a match of its own)

@@ -1,8 +1,10 @@
 // The party panel of the lobby. A player joins a friend's party by the
 // friend's code (or the Join party button of a friend's row), which lets that
 // friend queue them for matches; Leave takes them out. The panel also lists
-// the players who joined the player's own party: Find match queues them with
-// the player, and the match's room opens for everyone. No event tells a
+// the players who joined the player's own party: Find match queues those
+// the player follows (friends) with the player, and the match's room opens
+// for everyone. Anyone may join anyone's party, so a member the player does
+// not follow is shown as such and left out. No event tells a
 // leader that someone joined, so the list is read again every 5 s while the
 // page is visible, and right before a search. The party the player joined
 // is kept in the tab (the server answers 404 for no party, which a browser
@@ -17,9 +19,10 @@ const refreshEvery = 5000;
 
 /**
  * party runs the panel for the player userId of client c. Returns
- * refresh(), which reads the player's own party again and resolves to its
- * members' user ids (find match names them), and join(leader), which puts
- * the player in leader's party (a friend's Join party button).
+ * friends(), which reads the player's own party again and resolves to the
+ * user ids of its members the player follows (find match names them), and
+ * join(leader), which puts the player in leader's party (a friend's Join
+ * party button).
  */
 export function party(c, userId) {
   let members = [];
@@ -47,8 +50,10 @@ export function party(c, userId) {
   }
 
   function render() {
+    const followed = friendNames();
     $("#party-members").replaceChildren(...members.map((id) =>
-      el("li", { "data-user": id }, el("span", { class: "name" }, name(id)))));
+      el("li", { "data-user": id }, el("span", { class: "name" }, name(id)),
+        followed.has(id) ? null : el("span", { class: "muted" }, "not a friend: not queued with you"))));
     $("#no-members").hidden = members.length > 0;
   }
 
@@ -100,7 +105,10 @@ export function party(c, userId) {
   if (sessionStorage.getItem("party")) readLeader();
   void poll();
   return {
-    refresh,
+    friends: async () => {
+      const followed = friendNames();
+      return (await refresh()).filter((id) => followed.has(id));
+    },
     join: (leader) => join(leader).catch(showError),
   };
 }

@@ -132,10 +132,20 @@ describe("the demo in a browser: friends, invites, matchmaking, parties, errors"
     await sue.page.getByRole("button", { name: "Join Rex's party" }).click();
     await sue.page.locator("#party-in").filter({ hasText: "You are in Rex's party." }).waitFor();
     assert.equal(await join.locator(".form-error").textContent(), "", "the refusal is gone once in a party");
-    // the leader's list is read every 5 s
-    await rex.page.locator(`#party-members li[data-user="${sueCode}"]`).waitFor();
+    // the leader's list is read every 5 s; a stranger joins too, whom
+    // rex does not follow: marked, and left out of rex's Find match
+    const stranger = await guest("zed");
+    await stranger.joinParty(rexCode);
+    await rex.page.locator(`#party-members li[data-user="${sueCode}"]`).filter({ hasText: "not a friend" }).waitFor();
+    const rexFollow = rex.page.locator("#follow");
+    await rexFollow.getByLabel("Friend code").fill(sueCode);
+    await rexFollow.getByLabel("Name").fill("Sue");
+    await rexFollow.getByRole("button", { name: "Follow" }).click();
+    await rex.page.locator(`#party-members li[data-user="${sueCode}"]`).filter({ hasText: "Sue" }).filter({ hasNotText: "not a friend" }).waitFor();
+    assert.equal(await rex.page.locator("#party-members li").filter({ hasText: "not a friend" }).count(), 1, "the stranger is marked");
     assert.equal(await rex.page.locator("#no-members").isVisible(), false);
     await shoot(sue, "36-party");
+    await shoot(rex, "37-party-leader");
 
     // By default a mode's match is 2 players: the party of two is a match of its own.
     const form = rex.page.locator("#match");
@@ -146,6 +156,7 @@ describe("the demo in a browser: friends, invites, matchmaking, parties, errors"
     assert.equal(roomOf(rex), roomOf(sue), "one room");
     await row(rex, "sue").waitFor();
     await row(sue, "rex").waitFor();
+    assert.equal(await rex.page.locator("#players li").count(), 2, "the stranger was not queued");
     const first = roomOf(rex);
 
     // Rex queues the party again from the lobby while sue stays in the
@@ -166,6 +177,7 @@ describe("the demo in a browser: friends, invites, matchmaking, parties, errors"
     await sue.page.locator("#party-in").filter({ hasText: "You are in Rex's party." }).waitFor();
     await sue.page.getByRole("button", { name: "Leave party" }).click();
     await sue.page.locator("#party-in").filter({ hasText: "You are in no party." }).waitFor();
+    await stranger.leaveParty();
     await rex.page.goto(`${server.url}/demo/`);
     await rex.page.locator("#no-members").waitFor();
     assert.equal(await rex.page.locator("#party-members li").count(), 0);
