@@ -32,7 +32,9 @@ type Party struct {
 // user's slot, until its expiry.
 type PartyStore interface {
 	// SetParty puts user in leader's party for ttl, replacing any other,
-	// and returns it.
+	// and returns it. Of joins of one user at once, one party stands, the
+	// others each replaced by a later one as soon as written (each join
+	// returns the party it asked).
 	SetParty(ctx context.Context, user, leader string, ttl time.Duration) (Party, error)
 	// Party is user's party; false when none (or expired).
 	Party(ctx context.Context, user string) (Party, bool, error)
