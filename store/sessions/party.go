@@ -88,8 +88,10 @@ func (j *partyJoin) list(ctx context.Context) error {
 // times), while its entry is at the expiry it listed: no party of the
 // user can be written at that expiry any more (the key holds one as late,
 // and not this join's party: party_set calls a party written as asked
-// written), and a join of the same leader listed since is at a later one.
-// Nothing for a join written.
+// written). A join of the same leader listed since at a later expiry
+// keeps its entry; one listed at that expiry or an earlier one (a clock
+// behind) loses it, but cannot be written there either, and lists again
+// before it writes. Nothing for a join written.
 func (j *partyJoin) yield(ctx context.Context) error {
 	if j.written || j.listed == 0 {
 		return nil

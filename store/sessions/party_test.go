@@ -77,7 +77,8 @@ func TestPartyInterleavings(t *testing.T) {
 		// two joins of one leader from instances behind, each refused by
 		// A's party, then asking the same expiry: the second finds the
 		// first's party written as it asks, which is written, not a
-		// refusal (which would drop the member's listing)
+		// refusal (its yield and unlist then do nothing; after a
+		// refusal, its yield would drop the member's listing)
 		{"SameJoinTwice", map[string]string{"B": "M 1500", "C": "M 1500"},
 			"A; B list; C list; B write; C write; B list; C list; C write; B write; B yield; B unlist; C unlist", "M", 1},
 	} {

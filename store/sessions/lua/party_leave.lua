@@ -6,7 +6,10 @@
 -- the join's. The key lives no longer than the party would have. Out of
 -- memory (maxmemory, noeviction) Redis refuses the trace's SET: the key
 -- is deleted then, which frees memory, and a leave still goes through
--- (the trace's guard lost for that leave). A second run of one call
+-- (the trace's guard lost for that leave: a join of the user's racing it
+-- at the left party's expiry may then be written and its entry dropped
+-- by the leave, the user in the party but unlisted until it joins
+-- again; consent is not affected). A second run of one call
 -- changes nothing more. No prelude.
 -- KEYS[1] the user's party key
 -- Reply: the replaced value, or false (none)

@@ -5,12 +5,14 @@
 -- the one a leave left, party_leave): a user's successive parties then
 -- never share an expiry, by which party_members_drop tells the replaced
 -- party's entry from a new one, and the member is always listed at the
--- expiry written before it is written. Else nothing is written, and the
--- caller lists the user past the expiry held and asks again, unless the
--- key holds the very party asked (another join of the user wrote it, in
--- the same millisecond): that is written, replacing nothing (the other
--- join unlists what it replaced). Sent once (a second run would renew the
--- party again). No prelude.
+-- expiry written, or a later one (a score only rises), before it is
+-- written. Else nothing is written, and the caller lists the user past
+-- the expiry held and asks again, unless the key holds the very party
+-- asked (the party the user is in, or another join of the user's asking
+-- the same expiry: two joins refused by one party ask the same one past
+-- it): that is written, replacing nothing (whoever wrote it unlists what
+-- it replaced). Sent once (a second run would renew the party again). No
+-- prelude.
 -- KEYS[1] the user's party key ("<expiry, ms> <leader's userId>")
 -- ARGV[1] the expiry asked (ms)  ARGV[2] the leader's userId  ARGV[3] TTL (ms)
 -- Reply: {1, the replaced value or false} written |
