@@ -18,6 +18,7 @@ export function findMatch(c, me, party) {
   let ticket; // the searching ticket
   let company = ""; // "with your party of n" while a party searches
   let going = false; // a match's room is being joined and opened
+  let queueing = false; // a ticket's create has not answered yet
   let timer;
 
   function show(text) {
@@ -64,8 +65,13 @@ export function findMatch(c, me, party) {
 
   bindForm(form, async (f) => {
     const members = await party.friends();
-    ticket = await c.createTicket({ mode: f.mode, regions: [f.region], rating: Number(f.rating),
-      partyUserIds: members.length > 0 ? members : undefined });
+    queueing = true;
+    try {
+      ticket = await c.createTicket({ mode: f.mode, regions: [f.region], rating: Number(f.rating),
+        partyUserIds: members.length > 0 ? members : undefined });
+    } finally {
+      queueing = false;
+    }
     if (going) return; // matched before the answer came (a party may be a match of its own)
     company = members.length > 0 ? ` with your party of ${members.length + 1}` : "";
     find.hidden = true; // hidden, not disabled: bindForm enables the form's buttons once this returns
@@ -88,9 +94,10 @@ export function findMatch(c, me, party) {
   });
 
   // A match_found of another ticket is the player's party's: its leader's
-  // ticket named the player (a user is in one active ticket at a time).
+  // ticket named the player (a user is in one active ticket at a time);
+  // or the player's own, come before its create's answer.
   me.on("match_found", (m) => {
     if (ticket && m.ticketId === ticket.ticketId) void matched(m.roomId);
-    else if (!ticket) void matched(m.roomId, "Your party found a match! Joining…");
+    else if (!ticket) void matched(m.roomId, queueing ? undefined : "Your party found a match! Joining…");
   });
 }
