@@ -150,24 +150,29 @@ func (j *partyJoin) unlist(ctx context.Context) error {
 func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Duration) (players.Party, error) {
 	now := time.Now()
 	j := &partyJoin{s: s, uid: uid, leader: leader, asked: now.Add(ttl).UnixMilli(), now: now.UnixMilli(), ttl: ttl}
-	for !j.written {
-		if j.refused == partyJoinWrites {
-			if err := j.yield(ctx); err != nil {
-				return players.Party{}, err
-			}
-			return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(j.listed).UTC()}, nil
-		}
-		if err := j.list(ctx); err != nil {
-			return players.Party{}, err
-		}
-		if err := j.write(ctx); err != nil {
-			return players.Party{}, err
-		}
-	}
-	if err := j.unlist(ctx); err != nil {
+	exp, err := j.run(ctx)
+	if err != nil {
 		return players.Party{}, err
 	}
-	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(j.asked).UTC()}, nil
+	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(exp).UTC()}, nil
+}
+
+// run makes j's steps in SetParty's order: list and write until written,
+// then unlist; or, refused partyJoinWrites times, yield. Returns the
+// expiry of the party joined (ms).
+func (j *partyJoin) run(ctx context.Context) (int64, error) {
+	for !j.written {
+		if j.refused == partyJoinWrites {
+			return j.listed, j.yield(ctx)
+		}
+		if err := j.list(ctx); err != nil {
+			return 0, err
+		}
+		if err := j.write(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return j.asked, j.unlist(ctx)
 }
 
 // Party implements players.PartyStore: one GET in uid's slot. A value not

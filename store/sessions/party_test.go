@@ -18,8 +18,9 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // The interleavings of one user's joins and leaves, step by step as
 // SetParty and LeaveParty make them (partyJoin: list and write, again
 // when a later expiry refuses the write, then unlist, or yield once
-// refused twice; partyLeave: write, unlist), with the expiries each join asked (ms past a base an
-// hour ahead: instances whose clocks differ); a join whose steps stop
+// refused twice; partyLeave: write, unlist), with the expiries each join
+// asked (ms past a base an hour ahead: instances whose clocks differ); a
+// join whose steps stop
 // early is one whose call failed or whose answer was lost (503). At the
 // end the user's party is the want leader's ("" none), which lists the
 // user, and no other leader lists it. "A" joins L at 2000 first, whole,
@@ -104,16 +105,8 @@ func TestPartyInterleavings(t *testing.T) {
 					w, what, _ := strings.Cut(step, " ")
 					var err error
 					switch {
-					case w == "A": // as SetParty does, at 2000
-						a := join("L", 2000)
-						for err == nil && !a.written {
-							if err = a.list(ctx); err == nil {
-								err = a.write(ctx)
-							}
-						}
-						if err == nil {
-							err = a.unlist(ctx)
-						}
+					case w == "A": // SetParty's steps, at 2000
+						_, err = join("L", 2000).run(ctx)
 					case joins[w] != nil:
 						j := joins[w]
 						err = map[string]func(context.Context) error{"list": j.list, "write": j.write, "unlist": j.unlist, "yield": j.yield}[what](ctx)
