@@ -26,6 +26,7 @@ import (
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 	idemstore "github.com/realsync/realsync/store/idempotency"
+	"github.com/realsync/realsync/store/streamtokens"
 	"github.com/realsync/realsync/store/tickets"
 )
 
@@ -93,7 +94,7 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
 		Tickets: mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Quotas: st}),
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Hangups: hangups}
+		Hangups: hangups, StreamTokens: streamtokens.New(st.Base())}
 	for _, f := range mut {
 		f(&cfg, st, prefix)
 	}

@@ -63,6 +63,9 @@ type Identity struct {
 	// key is the print of the studio key that verified the token (of a
 	// stream token: of its identity token); "" for the server's own.
 	key string
+	// use is a stream token's one use (streamUse); zero for an identity
+	// token, and for a stream token issued without an id.
+	use streamUse
 }
 
 // maxVerifiedBytes bounds the cache of checked tokens, each weighed as its

@@ -18,10 +18,12 @@ import (
 )
 
 const (
-	// StreamTokenTTL is the longest a stream token opens its stream: long
-	// enough for a client to open (and reopen after a drop) the stream,
-	// short enough that a token leaked from a URL (proxy logs, browser
-	// history) is of little use.
+	// StreamTokenTTL is the longest a stream token may wait to open its
+	// stream: long enough for a client to open it (a browser may hold an
+	// EventSource back while its connections to the origin are taken).
+	// It opens it once (Server.useStreamToken): a token leaked from a
+	// URL (proxy logs, browser history) after its client opened the
+	// stream opens nothing.
 	StreamTokenTTL = 60 * time.Second
 	// streamTokenType is the JWT typ of stream tokens, and streamAudience
 	// their aud: identity verification refuses both, so a stream token is
@@ -69,7 +71,8 @@ func (a *Auth) isStream(token string) bool {
 }
 
 // IssueStream returns a stream token for id opening scope's stream: valid
-// StreamTokenTTL, never past id's own expiry.
+// StreamTokenTTL, never past id's own expiry, and named by a random id
+// (jti, 128 bits) for its one use (Server.useStreamToken).
 func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) {
 	now := a.now()
 	exp := now.Add(StreamTokenTTL).Truncate(time.Second)
@@ -78,7 +81,7 @@ func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) 
 	}
 	c := streamClaims{Name: id.User.Name, Scope: scope, ParentExp: id.Expires.Unix(), ParentKey: id.key,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: id.User.ID, Audience: jwt.ClaimStrings{streamAudience},
-			ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now)}}
+			ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now), ID: randomHex(16)}}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	t.Header["typ"], t.Header["kid"] = streamTokenType, streamKeyID
 	tok, err := t.SignedString(a.Secret)
@@ -90,9 +93,8 @@ func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) 
 // for another stream, or an identity token, is errStreamTokenRequired;
 // anything else errUnauthenticated, as is one whose identity token's studio
 // key is no longer in force (removed from the keys file, or given other
-// material). A stream token may open its stream any number of times until
-// it expires (reconnects): it is bound to one user and one stream, so a
-// leaked one gives at most a minute of that stream.
+// material). That a token opens its stream once is the opening's to check
+// (Server.useStreamToken): the identity carries the token's id.
 func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 	c, err := a.parseStream(token)
 	if err != nil {
@@ -111,7 +113,11 @@ func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 	if c.ParentKey != "" && !a.inForce(c.ParentKey) {
 		return Identity{}, fmt.Errorf("the key that signed the identity token this stream token was issued for is no longer in force: %w", errUnauthenticated)
 	}
-	return Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope, key: c.ParentKey}, nil
+	id := Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope, key: c.ParentKey}
+	if c.ID != "" {
+		id.use = streamUse{id: c.ID, until: c.ExpiresAt.Add(streamLeeway)}
+	}
+	return id, nil
 }
 
 // inForce reports whether a studio key of print p is among the keys in use.

@@ -60,17 +60,24 @@ func streamFor(ctx context.Context, scope string) error {
 	return nil
 }
 
-// stream runs serve with the response as its client. An error means
-// nothing was sent yet: it is answered as usual, except that the store
-// being down is answered 200 with a retry line.
+// stream runs serve with the response as its client, once the stream
+// token it came with, if any, is claimed (useStreamToken). An error means
+// nothing was sent yet: the token is given back, and the error answered
+// as usual, except that the store being down is answered 200 with a retry
+// line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
 	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(),
 		takeable: takeable(r), hangups: s.hangups,
 		carrying: carryingFrom(r.Context())}
-	if r.ProtoMajor >= 2 {
-		s.stalls.watch(&c.stall, c.ctx, c.rc)
+	release, err := s.useStreamToken(r)
+	if err == nil {
+		if r.ProtoMajor >= 2 {
+			s.stalls.watch(&c.stall, c.ctx, c.rc)
+		}
+		if err = serve(c); err != nil {
+			release() // before the answer, which its client may act on at once
+		}
 	}
-	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
 		// Any other status than 200 makes EventSource give up for good:

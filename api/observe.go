@@ -44,6 +44,10 @@ type Metrics interface {
 	// place: outcome is "opened" (it got one), "gone" (its client went
 	// away first) or "shutdown" (a shutdown cut it).
 	OpeningWaited(outcome string, d time.Duration)
+	// StreamTokenReused records a stream opening refused because its
+	// stream token opened a stream already (streamuse.go); kind is the
+	// stream's: "room", "lobby" or "me".
+	StreamTokenReused(kind string)
 }
 
 type noMetrics struct{}
@@ -54,6 +58,7 @@ func (noMetrics) InFlight(int)                                     {}
 func (noMetrics) BrowseCache(string, bool)                         {}
 func (noMetrics) OpeningsWaiting(int)                              {}
 func (noMetrics) OpeningWaited(string, time.Duration)              {}
+func (noMetrics) StreamTokenReused(string)                         {}
 
 // unmatchedRoute is the route of a request that matched no route: one
 // label, whatever the path, so made-up paths cannot make up series.

@@ -109,6 +109,10 @@ type Config struct {
 	// stream and sweep (peerClosed). Its owner closes it once the HTTP
 	// server and the hub have stopped (the lines still open then peek).
 	Hangups *Hangups
+	// StreamTokens records the stream tokens that opened a stream, so
+	// that each opens one (streamuse.go); nil: a stream token opens its
+	// stream any number of times within its minute.
+	StreamTokens StreamTokenUses
 	// Detached counts those requests while they run on (a shutdown waits
 	// for them with its Drain before it closes the store: over HTTP/2
 	// http.Server.Shutdown does not wait for the handler of a stream its
@@ -140,6 +144,7 @@ type Server struct {
 	trustedProxies []netip.Prefix
 	requestTimeout time.Duration
 	idem           idempotency.Store
+	streamTokens   StreamTokenUses // see Config.StreamTokens
 	base           context.Context // see Config.Base
 	detached       *Detached       // see Config.Detached
 	deadLetters    deadletter.Queue
@@ -157,7 +162,7 @@ func NewHandler(cfg Config) http.Handler {
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
 		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission), browseCache: cfg.BrowseCache,
-		hangups: cfg.Hangups}
+		hangups: cfg.Hangups, streamTokens: cfg.StreamTokens}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

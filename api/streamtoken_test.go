@@ -13,7 +13,7 @@ import (
 )
 
 // Stream tokens: members only, one stream each, never a bearer token,
-// reusable within their minute (reconnects), no way around membership.
+// one opening each, no way around membership.
 func TestStreamTokens(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		alice, aliceID := e.guest("alice")
@@ -97,21 +97,31 @@ func TestStreamTokens(t *testing.T) {
 			}
 		}
 
-		// Reconnects within the minute reuse the token.
-		for range 2 {
-			s := e.open("/v1/rooms/" + pub + "/events?token=" + pubToken)
-			if f := s.next(); f.event != "snapshot" {
-				t.Fatalf("first event %+v", f)
-			}
-			s.close()
+		// A token opens its stream once: a reconnect with it, or its URL
+		// replayed, is refused, while the stream is open and after.
+		s := e.open("/v1/rooms/" + pub + "/events?token=" + pubToken)
+		if f := s.next(); f.event != "snapshot" {
+			t.Fatalf("first event %+v", f)
 		}
+		r = e.refused("/v1/rooms/"+pub+"/events?token="+pubToken, 401, "UNAUTHENTICATED")
+		if d, _ := r.body["detail"].(string); !strings.Contains(d, "opens one stream, once") {
+			t.Errorf("the refusal of a used stream token does not say why: %s", r.raw)
+		}
+		s.close()
+		e.refused("/v1/rooms/"+pub+"/events?token="+pubToken, 401, "UNAUTHENTICATED")
 		lobby := e.open("/v1/lobby/events?token=" + lobbyToken)
 		if f := lobby.next(); f.event != "rooms" {
 			t.Fatalf("lobby's first event %+v", f)
 		}
-		// A stream token is no way around membership: kicked, bob's is refused.
+		e.refused("/v1/lobby/events?token="+lobbyToken, 401, "UNAUTHENTICATED")
+		// A stream token is no way around membership: kicked, bob's is
+		// refused; a refusal does not use it, so it is refused the same
+		// way when asked again (a client reading why its EventSource was
+		// refused asks the same URL).
 		want(t, e.do("DELETE", "/v1/rooms/"+pub+"/players/2", alice, nil), 204, "")
-		want(t, e.do("GET", "/v1/rooms/"+pub+"/events?token="+bobToken, "", nil), 403, "NOT_A_MEMBER")
+		for range 2 {
+			e.refused("/v1/rooms/"+pub+"/events?token="+bobToken, 403, "NOT_A_MEMBER")
+		}
 
 		// Refresh keeps the user.
 		r = e.do("POST", "/v1/auth/refresh", alice, nil)

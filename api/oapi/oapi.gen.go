@@ -903,7 +903,7 @@ type StatusCounts struct {
 type StreamToken struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 
-	// Token Pass as the `token` query parameter of the event stream.
+	// Token Pass as the `token` query parameter of the event stream, which it opens once: fetch a new one for each connection.
 	Token string `json:"token"`
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/realsync/realsync/store"
 	idemstore "github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/ratelimit"
+	"github.com/realsync/realsync/store/streamtokens"
 	"github.com/realsync/realsync/store/userlog"
 	"github.com/realsync/realsync/web"
 )
@@ -218,7 +219,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,
 		Idempotency: idemstore.New(st.Base()), Base: base, Detached: detached,
 		Tickets: ticketService, BrowseCache: api.NewBrowseCache(cfg.BrowseCacheTTL, m),
-		Hangups: hangups,
+		Hangups: hangups, StreamTokens: streamtokens.New(st.Base()),
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on

@@ -19,7 +19,12 @@ var openingWaitBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5,
 type openingMetrics struct {
 	waiting prometheus.Gauge
 	waited  map[string]prometheus.Observer
+	// reused: realsync_sse_token_reuses_total by stream kind
+	reused map[string]prometheus.Counter
 }
+
+// streamKinds are the kinds of event stream a stream token opens.
+var streamKinds = []string{"room", "lobby", "me"}
 
 // newOpeningMetrics creates the openings' metrics, every series at 0,
 // and registers them on reg.
@@ -28,13 +33,20 @@ func newOpeningMetrics(reg prometheus.Registerer) openingMetrics {
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_sse_openings_waiting",
 			Help: "Event stream requests waiting for a place among the openings the instance runs at once (256): a storm of openings queued."}),
 		waited: map[string]prometheus.Observer{},
+		reused: map[string]prometheus.Counter{},
 	}
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_sse_opening_wait_seconds",
 		Help:    "Time event stream requests waited for a place among the openings the instance runs at once, by outcome: opened, gone (the client went away first), shutdown; requests that found a place at once are left out.",
 		Buckets: openingWaitBuckets}, []string{"outcome"})
-	reg.MustRegister(o.waiting, h)
+	reused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_sse_token_reuses_total",
+		Help: "Event stream openings refused (401) because their stream token had opened its stream already, by stream kind: a client reconnecting with its old URL, or a stream URL replayed."},
+		[]string{"kind"})
+	reg.MustRegister(o.waiting, h, reused)
 	for _, out := range openingOutcomes {
 		o.waited[out] = h.WithLabelValues(out)
+	}
+	for _, k := range streamKinds {
+		o.reused[k] = reused.WithLabelValues(k)
 	}
 	return o
 }
@@ -46,5 +58,13 @@ func (m *Metrics) OpeningsWaiting(delta int) { m.openings.waiting.Add(float64(de
 func (m *Metrics) OpeningWaited(outcome string, d time.Duration) {
 	if o, ok := m.openings.waited[outcome]; ok {
 		o.Observe(d.Seconds())
+	}
+}
+
+// StreamTokenReused counts an opening refused for its used stream token
+// (api.Metrics).
+func (m *Metrics) StreamTokenReused(kind string) {
+	if c, ok := m.openings.reused[kind]; ok {
+		c.Inc()
 	}
 }

@@ -908,7 +908,7 @@ type StatusCounts struct {
 type StreamToken struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 
-	// Token Pass as the `token` query parameter of the event stream.
+	// Token Pass as the `token` query parameter of the event stream, which it opens once: fetch a new one for each connection.
 	Token string `json:"token"`
 }
 
@@ -2709,8 +2709,9 @@ type ClientInterface interface {
 	// CreateMeStreamToken A short-lived token to open the personal stream
 	//
 	// As `POST /v1/rooms/{roomId}/stream-token`, for `GET
-	// /v1/me/events?token=…` (any `platform`). Players only: an API key
-	// is 403 `SCOPE_REQUIRED`.
+	// /v1/me/events?token=…` (any `platform`), once: its URL replayed
+	// opens no session of the user's (401 `UNAUTHENTICATED`). Players
+	// only: an API key is 403 `SCOPE_REQUIRED`.
 	//
 	// Corresponds with POST /v1/me/stream-token (the `CreateMeStreamToken` operationId).
 	CreateMeStreamToken(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3371,11 +3372,17 @@ type ClientInterface interface {
 	// an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
 	// to the caller and this room, valid 60 s (never past the caller's own
 	// token): its `expiresAt`, past which every instance still accepts it
-	// 5 s (leeway for clock skew between instances). It may open the
-	// stream several times within that time (reconnects); the stream it
-	// opens lives on after it expires, until 30 s before the identity
-	// token does (see `token_expiring`). It is
-	// refused by every other route and stream. Non-members: 403
+	// 5 s (leeway for clock skew between instances). It opens the stream
+	// once: a second opening with it (a reconnect, or its URL replayed by
+	// whoever found it in a proxy's log or a browser's history) is 401
+	// `UNAUTHENTICATED`, so a client fetches a new one for each
+	// connection (the SDKs do). An opening that is refused (403, 404, 409,
+	// 429, 503: any answer but the stream) does not use it: asked again,
+	// the URL is refused the same way while the refusal holds, and opens
+	// the stream once it is gone. Openings with one token at once: one
+	// opens, the others are 401. The stream it opens lives on after it
+	// expires, until 30 s before the identity token does (see
+	// `token_expiring`). It is refused by every other route and stream. Non-members: 403
 	// `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
@@ -4641,8 +4648,9 @@ func (c *APIClient) MyRooms(ctx context.Context, params *MyRoomsParams, reqEdito
 // CreateMeStreamToken A short-lived token to open the personal stream
 //
 // As `POST /v1/rooms/{roomId}/stream-token`, for `GET
-// /v1/me/events?token=…` (any `platform`). Players only: an API key
-// is 403 `SCOPE_REQUIRED`.
+// /v1/me/events?token=…` (any `platform`), once: its URL replayed
+// opens no session of the user's (401 `UNAUTHENTICATED`). Players
+// only: an API key is 403 `SCOPE_REQUIRED`.
 //
 // Corresponds with POST /v1/me/stream-token (the `CreateMeStreamToken` operationId).
 func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5574,11 +5582,17 @@ func (c *APIClient) PatchRoomStateWithApplicationMergePatchPlusJSONBody(ctx cont
 // an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
 // to the caller and this room, valid 60 s (never past the caller's own
 // token): its `expiresAt`, past which every instance still accepts it
-// 5 s (leeway for clock skew between instances). It may open the
-// stream several times within that time (reconnects); the stream it
-// opens lives on after it expires, until 30 s before the identity
-// token does (see `token_expiring`). It is
-// refused by every other route and stream. Non-members: 403
+// 5 s (leeway for clock skew between instances). It opens the stream
+// once: a second opening with it (a reconnect, or its URL replayed by
+// whoever found it in a proxy's log or a browser's history) is 401
+// `UNAUTHENTICATED`, so a client fetches a new one for each
+// connection (the SDKs do). An opening that is refused (403, 404, 409,
+// 429, 503: any answer but the stream) does not use it: asked again,
+// the URL is refused the same way while the refusal holds, and opens
+// the stream once it is gone. Openings with one token at once: one
+// opens, the others are 401. The stream it opens lives on after it
+// expires, until 30 s before the identity token does (see
+// `token_expiring`). It is refused by every other route and stream. Non-members: 403
 // `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 //
 // Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
@@ -8714,8 +8728,9 @@ type ClientWithResponsesInterface interface {
 	// CreateMeStreamTokenWithResponse A short-lived token to open the personal stream
 	//
 	// As `POST /v1/rooms/{roomId}/stream-token`, for `GET
-	// /v1/me/events?token=…` (any `platform`). Players only: an API key
-	// is 403 `SCOPE_REQUIRED`.
+	// /v1/me/events?token=…` (any `platform`), once: its URL replayed
+	// opens no session of the user's (401 `UNAUTHENTICATED`). Players
+	// only: an API key is 403 `SCOPE_REQUIRED`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9398,11 +9413,17 @@ type ClientWithResponsesInterface interface {
 	// an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
 	// to the caller and this room, valid 60 s (never past the caller's own
 	// token): its `expiresAt`, past which every instance still accepts it
-	// 5 s (leeway for clock skew between instances). It may open the
-	// stream several times within that time (reconnects); the stream it
-	// opens lives on after it expires, until 30 s before the identity
-	// token does (see `token_expiring`). It is
-	// refused by every other route and stream. Non-members: 403
+	// 5 s (leeway for clock skew between instances). It opens the stream
+	// once: a second opening with it (a reconnect, or its URL replayed by
+	// whoever found it in a proxy's log or a browser's history) is 401
+	// `UNAUTHENTICATED`, so a client fetches a new one for each
+	// connection (the SDKs do). An opening that is refused (403, 404, 409,
+	// 429, 503: any answer but the stream) does not use it: asked again,
+	// the URL is refused the same way while the refusal holds, and opens
+	// the stream once it is gone. Openings with one token at once: one
+	// opens, the others are 401. The stream it opens lives on after it
+	// expires, until 30 s before the identity token does (see
+	// `token_expiring`). It is refused by every other route and stream. Non-members: 403
 	// `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -15666,8 +15687,9 @@ func (c *ClientWithResponses) MyRoomsWithResponse(ctx context.Context, params *M
 // CreateMeStreamTokenWithResponse A short-lived token to open the personal stream
 //
 // As `POST /v1/rooms/{roomId}/stream-token`, for `GET
-// /v1/me/events?token=…` (any `platform`). Players only: an API key
-// is 403 `SCOPE_REQUIRED`.
+// /v1/me/events?token=…` (any `platform`), once: its URL replayed
+// opens no session of the user's (401 `UNAUTHENTICATED`). Players
+// only: an API key is 403 `SCOPE_REQUIRED`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16513,11 +16535,17 @@ func (c *ClientWithResponses) PatchRoomStateWithApplicationMergePatchPlusJSONBod
 // an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
 // to the caller and this room, valid 60 s (never past the caller's own
 // token): its `expiresAt`, past which every instance still accepts it
-// 5 s (leeway for clock skew between instances). It may open the
-// stream several times within that time (reconnects); the stream it
-// opens lives on after it expires, until 30 s before the identity
-// token does (see `token_expiring`). It is
-// refused by every other route and stream. Non-members: 403
+// 5 s (leeway for clock skew between instances). It opens the stream
+// once: a second opening with it (a reconnect, or its URL replayed by
+// whoever found it in a proxy's log or a browser's history) is 401
+// `UNAUTHENTICATED`, so a client fetches a new one for each
+// connection (the SDKs do). An opening that is refused (403, 404, 409,
+// 429, 503: any answer but the stream) does not use it: asked again,
+// the URL is refused the same way while the refusal holds, and opens
+// the stream once it is gone. Openings with one token at once: one
+// opens, the others are 401. The stream it opens lives on after it
+// expires, until 30 s before the identity token does (see
+// `token_expiring`). It is refused by every other route and stream. Non-members: 403
 // `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 //
 // Returns a wrapper object for the known response body format(s).

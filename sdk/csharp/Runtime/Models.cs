@@ -173,7 +173,7 @@ namespace RealSync
         }
     }
 
-    /// <summary>StreamToken opens one event stream for 60 s (the token query parameter).</summary>
+    /// <summary>StreamToken opens one event stream, once, within 60 s (the token query parameter).</summary>
     public class StreamToken
     {
         /// <summary>The stream token.</summary>

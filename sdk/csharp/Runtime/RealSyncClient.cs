@@ -323,7 +323,7 @@ namespace RealSync
 
         // ---- events ----
 
-        /// <summary>RoomStreamTokenAsync gets a token that opens the room's event stream for 60 s (members).</summary>
+        /// <summary>RoomStreamTokenAsync gets a token that opens the room's event stream once within 60 s (members).</summary>
         [Operation("POST", "/v1/rooms/{roomId}/stream-token", "createRoomStreamToken")]
         public async Task<StreamToken> RoomStreamTokenAsync(string roomId, CancellationToken ct = default(CancellationToken))
         {
@@ -340,7 +340,7 @@ namespace RealSync
             return new LiveRoom(this, roomId, options ?? new LiveOptions());
         }
 
-        /// <summary>LobbyStreamTokenAsync gets a token that opens the lobby stream for 60 s.</summary>
+        /// <summary>LobbyStreamTokenAsync gets a token that opens the lobby stream once within 60 s.</summary>
         [Operation("POST", "/v1/lobby/stream-token", "createLobbyStreamToken")]
         public async Task<StreamToken> LobbyStreamTokenAsync(CancellationToken ct = default(CancellationToken))
         {
@@ -359,7 +359,7 @@ namespace RealSync
 
         // ---- players: the personal stream, status, follows ----
 
-        /// <summary>MeStreamTokenAsync gets a token that opens the caller's personal stream for 60 s.</summary>
+        /// <summary>MeStreamTokenAsync gets a token that opens the caller's personal stream once within 60 s.</summary>
         [Operation("POST", "/v1/me/stream-token", "createMeStreamToken")]
         public async Task<StreamToken> MeStreamTokenAsync(CancellationToken ct = default(CancellationToken))
         {

@@ -376,7 +376,8 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
             // The stream token was refused, not the identity token, which
             // just got it: it expired before the connection went out (a
             // browser holds an EventSource back while its 6 connections to
-            // the origin are taken). Once, at once, with a new one.
+            // the origin are taken), or it was used (by a replay of its
+            // URL, say). Once, at once, with a new one.
             this.newStreamTokenFor401 = true;
             this.signal("error", err);
             if (live()) this.retry(err, 0);

@@ -400,11 +400,17 @@ export interface paths {
          *     an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
          *     to the caller and this room, valid 60 s (never past the caller's own
          *     token): its `expiresAt`, past which every instance still accepts it
-         *     5 s (leeway for clock skew between instances). It may open the
-         *     stream several times within that time (reconnects); the stream it
-         *     opens lives on after it expires, until 30 s before the identity
-         *     token does (see `token_expiring`). It is
-         *     refused by every other route and stream. Non-members: 403
+         *     5 s (leeway for clock skew between instances). It opens the stream
+         *     once: a second opening with it (a reconnect, or its URL replayed by
+         *     whoever found it in a proxy's log or a browser's history) is 401
+         *     `UNAUTHENTICATED`, so a client fetches a new one for each
+         *     connection (the SDKs do). An opening that is refused (403, 404, 409,
+         *     429, 503: any answer but the stream) does not use it: asked again,
+         *     the URL is refused the same way while the refusal holds, and opens
+         *     the stream once it is gone. Openings with one token at once: one
+         *     opens, the others are 401. The stream it opens lives on after it
+         *     expires, until 30 s before the identity token does (see
+         *     `token_expiring`). It is refused by every other route and stream. Non-members: 403
          *     `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
          */
         post: operations["createRoomStreamToken"];
@@ -968,8 +974,9 @@ export interface paths {
         /**
          * A short-lived token to open the personal stream
          * @description As `POST /v1/rooms/{roomId}/stream-token`, for `GET
-         *     /v1/me/events?token=…` (any `platform`). Players only: an API key
-         *     is 403 `SCOPE_REQUIRED`.
+         *     /v1/me/events?token=…` (any `platform`), once: its URL replayed
+         *     opens no session of the user's (401 `UNAUTHENTICATED`). Players
+         *     only: an API key is 403 `SCOPE_REQUIRED`.
          */
         post: operations["createMeStreamToken"];
         delete?: never;
@@ -1677,7 +1684,7 @@ export interface components {
             expiresAt: string;
         };
         StreamToken: {
-            /** @description Pass as the `token` query parameter of the event stream. */
+            /** @description Pass as the `token` query parameter of the event stream, which it opens once: fetch a new one for each connection. */
             token: string;
             /** Format: date-time */
             expiresAt: string;
@@ -2555,7 +2562,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `UNAUTHENTICATED`: missing, bad or expired token; `STREAM_TOKEN_REQUIRED`: an identity token in an event stream's URL, or a stream token on another route or stream. Sent with `WWW-Authenticate: Bearer`. */
+        /** @description `UNAUTHENTICATED`: missing, bad or expired token, or a stream token that opened its stream already; `STREAM_TOKEN_REQUIRED`: an identity token in an event stream's URL, or a stream token on another route or stream. Sent with `WWW-Authenticate: Bearer`. */
         Unauthenticated: {
             headers: {
                 "WWW-Authenticate"?: string;

@@ -51,9 +51,10 @@ export interface StreamConnection {
 /**
  * Transport opens the connections of live streams. Its auth says where the
  * credential goes: "header" — the identity token as Authorization: Bearer,
- * the resume point as Last-Event-ID; "url" — a stream token (valid 60 s, for
- * one stream) as ?token=, the resume point as ?lastEventId= (EventSource
- * cannot set headers). A transport never reconnects by itself: on any drop it
+ * the resume point as Last-Event-ID; "url" — a stream token (for one
+ * stream, which it opens once within 60 s: a new one for each connection)
+ * as ?token=, the resume point as ?lastEventId= (EventSource cannot set
+ * headers). A transport never reconnects by itself: on any drop it
  * reports error, and the live stream decides.
  */
 export interface Transport {
@@ -76,9 +77,8 @@ export type EventSourceFactory = (url: string) => EventSourceLike;
  * EventSource does not tell why it failed. When it failed the connection
  * before it opened (readyState CLOSED: the server answered with a status
  * other than 200, or not with an event stream; a network error leaves it
- * CONNECTING), the transport asks the same URL once more with fetch (the
- * stream token opens its stream any number of times within its minute) to
- * read the refusal: its status, problem+json and Retry-After, so that a
+ * CONNECTING), the transport asks the same URL once more with fetch (a
+ * refused opening does not use its stream token) to read the refusal: its status, problem+json and Retry-After, so that a
  * 409 SESSION_EXISTS or a 429 STREAM_LIMIT is reported as such, and waited
  * for as the server asks. Should that answer be the stream itself (the
  * refusal passed meanwhile), it is the connection from then on, read as

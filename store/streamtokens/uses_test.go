@@ -1,0 +1,74 @@
+package streamtokens_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/streamtokens"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// A token's use belongs to the opening that made it: that opening asking
+// again (a reply lost and the call sent again) holds it still, another is
+// refused and cannot release it; released by its own, the next opening
+// takes it. A use is one key in its user's slot, kept until the time
+// asked, and a release leaves none.
+func TestUses(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			prefix := redistest.Prefix(t)
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			u := streamtokens.New(st.Base())
+			until := time.Now().Add(30 * time.Second)
+			steps := []struct {
+				name, op, opening string
+				want              bool
+			}{
+				{"first", "use", "a", true},
+				{"the same opening again", "use", "a", true},
+				{"another", "use", "b", false},
+				{"another's release", "release", "b", false},
+				{"still held", "use", "b", false},
+				{"its own release", "release", "a", false},
+				{"taken anew", "use", "b", true},
+			}
+			for _, s := range steps {
+				var got bool
+				if s.op == "use" {
+					got, err = u.Use(ctx, "alice", "t1", s.opening, until)
+				} else {
+					err = u.Release(ctx, "alice", "t1", s.opening)
+				}
+				if err != nil || got != s.want {
+					t.Fatalf("%s: %s by %s = %v, %v; want %v", s.name, s.op, s.opening, got, err, s.want)
+				}
+			}
+			keys, err := rediskeys.Scan(ctx, st.Client(), "*"+prefix+"*:stu:*")
+			if err != nil || len(keys) != 1 {
+				t.Fatalf("keys %v (%v), want the one use", keys, err)
+			}
+			if want := st.Base().Tag(st.Base().UserShard("alice")) + ":stu:t1"; keys[0] != want {
+				t.Errorf("use kept in %s, want %s (the user's slot)", keys[0], want)
+			}
+			if ttl := st.Client().PTTL(ctx, keys[0]).Val(); ttl <= 25*time.Second || ttl > 30*time.Second {
+				t.Errorf("use kept %v, want up to the 30 s asked", ttl)
+			}
+			if err := u.Release(ctx, "alice", "t1", "b"); err != nil {
+				t.Fatal(err)
+			}
+			if keys, err := rediskeys.Scan(ctx, st.Client(), "*"+prefix+"*:stu:*"); err != nil || len(keys) != 0 {
+				t.Errorf("keys %v (%v) after the release, want none", keys, err)
+			}
+		})
+	}
+}
