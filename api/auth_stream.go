@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -254,16 +255,35 @@ func (s *Server) writeStreamToken(w http.ResponseWriter, r *http.Request, id Ide
 
 // untilTokenExpiry arranges for the request's stream to end
 // streamEndLead before its identity token expires, or, for an API key, once
-// the key is revoked (sse.WithTokenExpiry).
+// the key is revoked (sse.WithTokenExpiry); and, for a player's stream,
+// at its lifetime (Config.StreamLifetime) when that comes first
+// (sse.EndLifetime).
 func (s *Server) untilTokenExpiry(ctx context.Context) context.Context {
 	if u := identityFrom(ctx).User; u.Server && s.keys != nil {
 		// an API key has no expiry, but may be revoked
 		return sse.WithTokenExpiry(ctx, s.keys.revoked(ctx, strings.TrimPrefix(u.ID, keyUserPrefix)), s.auth.now())
 	}
-	exp := identityFrom(ctx).Expires
-	if exp.IsZero() {
+	var end, exp time.Time
+	if exp = identityFrom(ctx).Expires; !exp.IsZero() {
+		left := exp.Sub(s.auth.now())
+		end = time.Now().Add(left - min(streamEndLead, left/2))
+	}
+	if life := s.streamLife(); life > 0 && (end.IsZero() || time.Now().Add(life).Before(end)) {
+		end, exp = time.Now().Add(life), time.Time{}
+	}
+	if end.IsZero() {
 		return ctx
 	}
-	left := exp.Sub(s.auth.now())
-	return sse.WithTokenDeadline(ctx, time.Now().Add(left-min(streamEndLead, left/2)), exp)
+	return sse.WithTokenDeadline(ctx, end, exp)
+}
+
+// streamLife is a new stream's lifetime: uniformly random within the
+// upper half of Config.StreamLifetime, so that the streams opened at
+// once (after a restart) do not all end at once; 0: none.
+func (s *Server) streamLife() time.Duration {
+	if s.streamLifetime <= 0 {
+		return 0
+	}
+	half := s.streamLifetime / 2
+	return half + rand.N(s.streamLifetime-half+1)
 }

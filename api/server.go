@@ -109,6 +109,14 @@ type Config struct {
 	// stream and sweep (peerClosed). Its owner closes it once the HTTP
 	// server and the hub have stopped (the lines still open then peek).
 	Hangups *Hangups
+	// StreamLifetime is the longest a player's event stream lasts: each
+	// ends at a random time between half of it and all of it after it
+	// opened (unless its token's expiry comes first), with a short retry,
+	// and its client resumes with Last-Event-ID, likely on another
+	// instance: after a scale-out, the new instances get their share of
+	// the streams. 0: a stream lasts until its token's expiry. Streams of
+	// API keys have none.
+	StreamLifetime time.Duration
 	// StreamTokens records the stream tokens that opened a stream, so
 	// that each opens one (streamuse.go); nil: a stream token opens its
 	// stream any number of times within its minute.
@@ -145,6 +153,7 @@ type Server struct {
 	requestTimeout time.Duration
 	idem           idempotency.Store
 	streamTokens   StreamTokenUses // see Config.StreamTokens
+	streamLifetime time.Duration   // see Config.StreamLifetime
 	base           context.Context // see Config.Base
 	detached       *Detached       // see Config.Detached
 	deadLetters    deadletter.Queue
@@ -162,7 +171,7 @@ func NewHandler(cfg Config) http.Handler {
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
 		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission), browseCache: cfg.BrowseCache,
-		hangups: cfg.Hangups, streamTokens: cfg.StreamTokens}
+		hangups: cfg.Hangups, streamTokens: cfg.StreamTokens, streamLifetime: cfg.StreamLifetime}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/store"
 )
 
 // Stream tokens: members only, one stream each, never a bearer token,
@@ -142,7 +144,8 @@ func TestStreamEndsBeforeTokenExpiry(t *testing.T) {
 	clock.Store(time.Now().UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
 	auth := &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true, Leeway: 30 * time.Second, Now: now}
-	e := newEnvAuth(t, redistestEmbedded, auth)
+	// a lifetime, which the token's end comes before
+	e := newEnvAuth(t, redistestEmbedded, auth, func(c *api.Config, _ *store.Store, _ string) { c.StreamLifetime = time.Hour })
 	alice, aliceID := e.guest("alice")
 	id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r", "statePolicy": "open"})["id"].(string)
 	exp := now().Add(40 * time.Second).Truncate(time.Second)
@@ -199,4 +202,45 @@ func TestStreamEndsBeforeTokenExpiry(t *testing.T) {
 	// Once the token has expired, it is refused, stream token or not.
 	clock.Add(int64(32 * time.Second))
 	want(t, e.do("POST", "/v1/rooms/"+id+"/stream-token", shortToken, nil), 401, "UNAUTHENTICATED")
+}
+
+// A player's stream ends at its lifetime (REALSYNC_SSE_MAX_LIFETIME: at a
+// random time in its upper half) when that comes before its token's
+// expiry: its last frame a short retry (0.5–2 s), no token_expiring, the
+// end counted as "lifetime"; HTTP/1.1 room streams (taken over by the hub)
+// and lobby and personal streams (left to their handler) alike. (A token expiring
+// first still ends its stream with token_expiring:
+// TestStreamEndsBeforeTokenExpiry.)
+func TestStreamEndsAtItsLifetime(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, _ *store.Store, _ string) { c.StreamLifetime = 2 * time.Second })
+	alice, _ := e.guest("alice")
+	id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+	began := time.Now()
+	streams := []*stream{
+		e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(alice, "/v1/rooms/"+id)),
+		e.open("/v1/lobby/events", "Authorization", "Bearer "+alice),
+		e.me(alice, "pc"),
+	}
+	for i, s := range streams {
+		timer := time.AfterFunc(10*time.Second, s.close)
+		rest, err := io.ReadAll(s.rd)
+		if !timer.Stop() || err != nil {
+			t.Fatalf("stream %d did not end by itself within 10 s: %v", i, err)
+		}
+		lines := strings.Split(strings.TrimRight(string(rest), "\n"), "\n")
+		last := lines[len(lines)-1]
+		ms, err := strconv.Atoi(strings.TrimPrefix(last, "retry: "))
+		if err != nil || ms < 500 || ms > 2000 || strings.Contains(string(rest), "token_expiring") {
+			t.Errorf("stream %d ended with %q (%q), want a retry of 0.5–2 s and no token_expiring", i, last, rest)
+		}
+	}
+	if d := time.Since(began); d < time.Second {
+		t.Errorf("the streams ended after %v, before half their lifetime", d)
+	}
+	m := e.do("GET", "/metrics", "", nil).raw
+	for _, kind := range []string{"room", "lobby", "me"} {
+		if line := `realsync_sse_stream_ends_total{kind="` + kind + `",reason="lifetime"} 1`; !strings.Contains(m, line+"\n") {
+			t.Errorf("metrics lack %s", line)
+		}
+	}
 }

@@ -13,6 +13,15 @@ import (
 // renews its token and resumes with Last-Event-ID.
 const EndTokenExpiry = "token_expiry"
 
+// EndLifetime is why a stream ended at its maximum lifetime (an instance's
+// REALSYNC_SSE_MAX_LIFETIME: WithTokenDeadline without a token expiry):
+// its last frame is a short retry (0.5–2 s, jittered, as a shutdown's),
+// after which the client resumes with Last-Event-ID, likely on another
+// instance. Streams so end at random times, so that after a scale-out
+// the new instances get their share of the clients, and no stream
+// outlives its instance's lifetime however long its token lasts.
+const EndLifetime = "lifetime"
+
 // TokenExpiringEvent is the type of the last event of a stream whose
 // identity token is about to expire. It carries no id, so the client's
 // Last-Event-ID stays that of the last room event.
@@ -42,7 +51,8 @@ func WithTokenExpiry(ctx context.Context, end <-chan time.Time, expiresAt time.T
 
 // WithTokenDeadline is WithTokenExpiry with the stream's end at a known
 // time: a stream the hub took over ends at the hub's first tick from end
-// (within a second), without a timer of its own.
+// (within a second), without a timer of its own. With expiresAt zero the
+// end is the stream's maximum lifetime, not its token's (EndLifetime).
 func WithTokenDeadline(ctx context.Context, end, expiresAt time.Time) context.Context {
 	return context.WithValue(ctx, expiryKey{}, expiry{end: end, at: expiresAt})
 }
@@ -71,6 +81,29 @@ func deadlineOf(ctx context.Context) (end, at time.Time, ok bool) {
 		return time.Time{}, time.Time{}, false
 	}
 	return e.end, e.at, true
+}
+
+// deadlineEnd is why a stream whose end is a time ends at it: its token's
+// expiry (EndTokenExpiry) when it has one (at), else its lifetime
+// (EndLifetime).
+func deadlineEnd(at time.Time) string {
+	if at.IsZero() {
+		return EndLifetime
+	}
+	return EndTokenExpiry
+}
+
+// endFrame is the last frame of a stream that ends for why: the
+// token_expiring event of a token expiring at, or a short retry for a
+// shutdown or the end of its lifetime; nil for any other end.
+func endFrame(why string, at time.Time) []byte {
+	switch why {
+	case EndTokenExpiry:
+		return expiringFrame(at)
+	case EndShutdown, EndLifetime:
+		return retryFrame(shutdownRetry())
+	}
+	return nil
 }
 
 // expiringFrame is the token_expiring event for a token expiring at; nil

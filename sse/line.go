@@ -232,20 +232,13 @@ func (h *Hub) tryDrain(st *stream, out *writer) bool {
 	return true
 }
 
-// hangUp ends a taken-over stream: its last frame (the shutdown's retry,
-// the token_expiring event), the end of the body, the metrics, then its
+// hangUp ends a taken-over stream: its last frame (endFrame: the
+// shutdown's or the lifetime's retry, the token_expiring event), the end of the body, the metrics, then its
 // presence lease and its room. The drain stays busy: nothing is written
 // after.
 func (h *Hub) hangUp(st *stream, out *writer) {
 	why := st.why
-	var final []byte
-	switch why {
-	case EndShutdown:
-		final = retryFrame(shutdownRetry())
-	case EndTokenExpiry:
-		final = expiringFrame(st.expires)
-	}
-	st.line.End(final)
+	st.line.End(endFrame(why, st.expires))
 	h.cfg.Metrics.StreamEnded(KindRoom, why)
 	h.cfg.Log.Debug("sse: stream ended", "room", st.lease.Room, "player", st.lease.PlayerID, "why", why)
 	h.finish(st.room, st)
@@ -255,7 +248,7 @@ func (h *Hub) hangUp(st *stream, out *writer) {
 }
 
 // sweep is the shared clock of the streams, every lineTick (or half the
-// heartbeat): a stream past its token's end ends (EndTokenExpiry); a
+// heartbeat): a stream past its end ends (EndTokenExpiry, EndLifetime); a
 // taken-over one whose client closed its connection ends (EndClientGone),
 // as its Line's Alive says: on Linux the server's api.Hangups, told by the
 // kernel, without a system call per stream (elsewhere, or without one, a
@@ -283,7 +276,7 @@ func (h *Hub) sweep(context.Context) {
 	for _, st := range sts {
 		switch {
 		case !st.endAt.IsZero() && !now.Before(st.endAt):
-			st.end(EndTokenExpiry)
+			st.end(deadlineEnd(st.expires))
 		case !st.line.Alive():
 			st.end(EndClientGone)
 		case st.lastWrite.Load() <= idle:
@@ -293,7 +286,7 @@ func (h *Hub) sweep(context.Context) {
 	for _, hd := range hds {
 		switch {
 		case !hd.endAt.IsZero() && !now.Before(hd.endAt):
-			hd.end(EndTokenExpiry)
+			hd.end(deadlineEnd(hd.expires))
 		case hd.lastWrite.Load() <= idle:
 			hd.beat.Store(true)
 			hd.signal()

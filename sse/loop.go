@@ -138,8 +138,8 @@ func (l *looper[T]) step() string {
 		case l.ctx.Err() != nil:
 			return EndClientGone
 		case hd.isOver():
-			if hd.why == EndTokenExpiry {
-				out.write(expiringFrame(hd.expires))
+			if f := endFrame(hd.why, hd.expires); f != nil {
+				out.write(f)
 				out.flush()
 			}
 			return hd.why

@@ -35,6 +35,7 @@ type Config struct {
 	Shards          int           // REALSYNC_SHARDS, default 16
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
+	SSEMaxLifetime  time.Duration // REALSYNC_SSE_MAX_LIFETIME, default 30m: a player's stream ends within its upper half (api.Config.StreamLifetime); 0 never, else 1m..24h
 	BurstRelease    bool          // REALSYNC_SSE_BURST_RELEASE, default true: a burst of stream openings has its memory given back once over (memory.go)
 	GCMinHeap       uint64        // REALSYNC_GC_MIN_HEAP, default 64 MiB: the heap the collector lets grow before collecting however little is live (memory.go); 0 off; not applied with GOGC set
 	TCPUserTimeout  time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
@@ -130,7 +131,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, gcMinHeap, shutdown, headerTimeout, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, maxLifetime, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, gcMinHeap, shutdown, headerTimeout, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -146,6 +147,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&shards, "shards", env("REALSYNC_SHARDS", "16"), "hash-tag shards, fixed for a deployment (REALSYNC_SHARDS)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
+	fs.StringVar(&maxLifetime, "sse-max-lifetime", env("REALSYNC_SSE_MAX_LIFETIME", "30m"), "longest life of a player's event stream, each ending at a random time within its upper half (REALSYNC_SSE_MAX_LIFETIME; 0 never)")
 	fs.StringVar(&burstRelease, "sse-burst-release", env("REALSYNC_SSE_BURST_RELEASE", "true"), "give the memory of a burst of stream openings back to the OS once it is over (REALSYNC_SSE_BURST_RELEASE)")
 	fs.StringVar(&gcMinHeap, "gc-min-heap", env("REALSYNC_GC_MIN_HEAP", "64MiB"), "heap size the garbage collector lets the heap grow to before it collects, however little is live, such as 64MiB; 0: Go's default alone; not applied when GOGC is set (REALSYNC_GC_MIN_HEAP)")
 	fs.StringVar(&userTimeout, "tcp-user-timeout", env("REALSYNC_TCP_USER_TIMEOUT", "30s"), "longest time data written to a client may stay unacknowledged before its connection is dropped (Linux TCP_USER_TIMEOUT); 0: the kernel's (REALSYNC_TCP_USER_TIMEOUT)")
@@ -303,6 +305,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		zeroOff bool // 0 also accepted: the rule is off
 	}{
 		{"REALSYNC_SSE_HEARTBEAT", heartbeat, &c.SSEHeartbeat, minHeartbeat, maxHeartbeat, false},
+		{"REALSYNC_SSE_MAX_LIFETIME", maxLifetime, &c.SSEMaxLifetime, minStreamLife, maxStreamLife, true},
 		{"REALSYNC_TCP_USER_TIMEOUT", userTimeout, &c.TCPUserTimeout, minUserTimeout, maxUserTimeout, true},
 		{"REALSYNC_PRESENCE_TTL", presence, &c.PresenceTTL, minPresenceTTL, maxPresenceTTL, false},
 		{"REALSYNC_DISCONNECT_GRACE", grace, &c.DisconnectGrace, minRule, maxRule, true},
@@ -380,6 +383,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 // The ranges of the duration settings.
 const (
 	minHeartbeat, maxHeartbeat     = time.Second, 5 * time.Minute
+	minStreamLife, maxStreamLife   = time.Minute, 24 * time.Hour
 	minPresenceTTL, maxPresenceTTL = 300 * time.Millisecond, 10 * time.Minute
 	// the room rules: disconnect grace, idle timeout, finished retention,
 	// lifetime (0: off); a year at most
@@ -402,7 +406,7 @@ func zeroMeans(name string) string {
 }
 
 // durationDefaults are the defaults shown as examples in range errors.
-var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_TCP_USER_TIMEOUT": "30s", "REALSYNC_PRESENCE_TTL": "15s",
+var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_SSE_MAX_LIFETIME": "30m", "REALSYNC_TCP_USER_TIMEOUT": "30s", "REALSYNC_PRESENCE_TTL": "15s",
 	"REALSYNC_DISCONNECT_GRACE": "30s", "REALSYNC_CONNECT_GRACE": "15s", "REALSYNC_ROOM_IDLE_TIMEOUT": "30m", "REALSYNC_FINISHED_RETENTION": "10m",
 	"REALSYNC_ROOM_MAX_LIFETIME": "24h", "REALSYNC_SHUTDOWN_TIMEOUT": "30s", "REALSYNC_READ_HEADER_TIMEOUT": "10s"}
 

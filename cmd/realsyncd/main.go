@@ -219,7 +219,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,
 		Idempotency: idemstore.New(st.Base()), Base: base, Detached: detached,
 		Tickets: ticketService, BrowseCache: api.NewBrowseCache(cfg.BrowseCacheTTL, m),
-		Hangups: hangups, StreamTokens: streamtokens.New(st.Base()),
+		Hangups: hangups, StreamTokens: streamtokens.New(st.Base()), StreamLifetime: cfg.SSEMaxLifetime,
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on

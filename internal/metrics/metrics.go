@@ -34,10 +34,11 @@ var (
 	}
 	sseReasons = map[string][]string{
 		sse.KindRoom: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
-			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLapsed},
-		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLapsed},
+			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLifetime, sse.EndLapsed},
+		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry,
+			sse.EndLifetime, sse.EndLapsed},
 		sse.KindMe: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry,
-			sse.EndLapsed, sse.EndReplaced, sse.EndGap},
+			sse.EndLifetime, sse.EndLapsed, sse.EndReplaced, sse.EndGap},
 	}
 )
 

@@ -482,9 +482,13 @@ export interface paths {
          *     cannot keep up (more than 256 events queued on the server, beyond
          *     what the connection's buffers (the kernel's, a proxy's) hold
          *     already, which can be thousands more: it resumes with
-         *     `Last-Event-ID`), and when the instance shuts down (last a `retry:`
+         *     `Last-Event-ID`), when the instance shuts down (last a `retry:`
          *     line of 500 to 2000 ms, jittered: the client resumes on another
-         *     instance).
+         *     instance), and at the stream's lifetime (`REALSYNC_SSE_MAX_LIFETIME`,
+         *     30 min by default: a random time in its upper half, unless token
+         *     expiry comes first; the same `retry:` line, then the client resumes
+         *     with `Last-Event-ID`, missing nothing, likely on another instance,
+         *     so that streams spread over the instances after a scale-out).
          *
          *     Token expiry: a stream ends 30 s before the identity token it was
          *     opened with expires (the bearer token's, or the one the stream
