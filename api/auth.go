@@ -269,6 +269,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		id, err := s.identity(r)
+		if err == nil && s.usedStreamToken(r, id) {
+			err = errStreamTokenUsed
+		}
 		if err != nil {
 			if s.limitUnauthenticated(w, r) {
 				s.writeError(w, r, err)

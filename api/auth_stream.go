@@ -116,7 +116,7 @@ func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 	}
 	id := Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope, key: c.ParentKey}
 	if c.ID != "" {
-		id.use = streamUse{id: c.ID, until: c.ExpiresAt.Add(streamLeeway)}
+		id.use = streamUse{id: c.ID, until: c.ExpiresAt.Add(streamUseKept)}
 	}
 	return id, nil
 }
@@ -269,7 +269,7 @@ func (s *Server) untilTokenExpiry(ctx context.Context) context.Context {
 		end = time.Now().Add(left - min(streamEndLead, left/2))
 	}
 	if life := s.streamLife(); life > 0 && (end.IsZero() || time.Now().Add(life).Before(end)) {
-		end, exp = time.Now().Add(life), time.Time{}
+		return sse.WithLifetime(ctx, time.Now().Add(life))
 	}
 	if end.IsZero() {
 		return ctx

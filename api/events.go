@@ -62,22 +62,36 @@ func streamFor(ctx context.Context, scope string) error {
 
 // stream runs serve with the response as its client, once the stream
 // token it came with, if any, is claimed (useStreamToken). An error means
-// nothing was sent yet: the token is given back, and the error answered
-// as usual, except that the store being down is answered 200 with a retry
-// line.
+// nothing was sent yet: the token is given back when it is a refusal
+// (refused), and the error answered as usual, except that the store being
+// down is answered 200 with a retry line (the token kept used: a
+// hand-written client's EventSource, which reconnects with the same URL,
+// is then refused 401 and stops; the SDKs fetch a new token).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
-	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(),
-		takeable: takeable(r), hangups: s.hangups,
-		carrying: carryingFrom(r.Context())}
+	c := s.streamClient(w, r)
 	release, err := s.useStreamToken(r)
 	if err == nil {
 		if r.ProtoMajor >= 2 {
 			s.stalls.watch(&c.stall, c.ctx, c.rc)
 		}
-		if err = serve(c); err != nil {
+		if err = serve(c); err != nil && refused(err) {
 			release() // before the answer, which its client may act on at once
 		}
 	}
+	s.refuseStream(w, r, c, err)
+}
+
+// streamClient is r's response as an event stream's client.
+func (s *Server) streamClient(w http.ResponseWriter, r *http.Request) *streamClient {
+	return &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(),
+		takeable: takeable(r), hangups: s.hangups,
+		carrying: carryingFrom(r.Context())}
+}
+
+// refuseStream answers a stream request refused with err (nil: none, the
+// stream was served) through its client c: as usual, except that the
+// store being down is answered 200 with a retry line.
+func (s *Server) refuseStream(w http.ResponseWriter, r *http.Request, c *streamClient, err error) {
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
 		// Any other status than 200 makes EventSource give up for good:

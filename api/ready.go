@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/realsync/realsync/rooms"
-	"github.com/realsync/realsync/sse"
 )
 
 // errNotReady is why a route that needs the store is refused before the
@@ -30,7 +29,7 @@ func (s *Server) requireStore(next http.Handler) http.Handler {
 			return
 		}
 		if isStream(r) && r.Method == http.MethodGet {
-			s.stream(w, r, func(sse.Client) error { return errNotReady })
+			s.refuseStream(w, r, s.streamClient(w, r), errNotReady) // no token claimed: nothing touches Redis
 			return
 		}
 		s.writeError(w, r, errNotReady)

@@ -51,10 +51,17 @@ func WithTokenExpiry(ctx context.Context, end <-chan time.Time, expiresAt time.T
 
 // WithTokenDeadline is WithTokenExpiry with the stream's end at a known
 // time: a stream the hub took over ends at the hub's first tick from end
-// (within a second), without a timer of its own. With expiresAt zero the
-// end is the stream's maximum lifetime, not its token's (EndLifetime).
+// (within a second), without a timer of its own. (With expiresAt zero,
+// its end is its lifetime: WithLifetime.)
 func WithTokenDeadline(ctx context.Context, end, expiresAt time.Time) context.Context {
 	return context.WithValue(ctx, expiryKey{}, expiry{end: end, at: expiresAt})
+}
+
+// WithLifetime is WithTokenDeadline for a stream whose end is its
+// maximum lifetime, not its token's expiry: it ends at end with a short
+// retry (EndLifetime).
+func WithLifetime(ctx context.Context, end time.Time) context.Context {
+	return WithTokenDeadline(ctx, end, time.Time{})
 }
 
 // expiryOf returns the stream's expiry: a channel that fires when it must

@@ -3381,12 +3381,14 @@ type ClientInterface interface {
 	// whoever found it in a proxy's log or a browser's history) is 401
 	// `UNAUTHENTICATED`, so a client fetches a new one for each
 	// connection (the SDKs do). An opening that is refused (403, 404, 409,
-	// 429, 503: any answer but the stream) does not use it: asked again,
-	// the URL is refused the same way while the refusal holds, and opens
-	// the stream once it is gone. Openings with one token at once: one
-	// opens, the others are 401. The stream it opens lives on after it
-	// expires, until 30 s before the identity token does (see
-	// `token_expiring`). It is refused by every other route and stream. Non-members: 403
+	// 429) does not use it: asked again, the URL is refused the same way
+	// while the refusal holds, and opens the stream once it is gone; one
+	// that lost the store midway (200 with a `retry:` line) does.
+	// Openings with one token at once: one opens, the others are 401. The
+	// stream it opens lives on after it expires, until 30 s before the
+	// identity token does (see `token_expiring`) or its lifetime
+	// (`REALSYNC_SSE_MAX_LIFETIME`), whichever comes first. It is refused
+	// by every other route and stream. Non-members: 403
 	// `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
@@ -5595,12 +5597,14 @@ func (c *APIClient) PatchRoomStateWithApplicationMergePatchPlusJSONBody(ctx cont
 // whoever found it in a proxy's log or a browser's history) is 401
 // `UNAUTHENTICATED`, so a client fetches a new one for each
 // connection (the SDKs do). An opening that is refused (403, 404, 409,
-// 429, 503: any answer but the stream) does not use it: asked again,
-// the URL is refused the same way while the refusal holds, and opens
-// the stream once it is gone. Openings with one token at once: one
-// opens, the others are 401. The stream it opens lives on after it
-// expires, until 30 s before the identity token does (see
-// `token_expiring`). It is refused by every other route and stream. Non-members: 403
+// 429) does not use it: asked again, the URL is refused the same way
+// while the refusal holds, and opens the stream once it is gone; one
+// that lost the store midway (200 with a `retry:` line) does.
+// Openings with one token at once: one opens, the others are 401. The
+// stream it opens lives on after it expires, until 30 s before the
+// identity token does (see `token_expiring`) or its lifetime
+// (`REALSYNC_SSE_MAX_LIFETIME`), whichever comes first. It is refused
+// by every other route and stream. Non-members: 403
 // `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 //
 // Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
@@ -9430,12 +9434,14 @@ type ClientWithResponsesInterface interface {
 	// whoever found it in a proxy's log or a browser's history) is 401
 	// `UNAUTHENTICATED`, so a client fetches a new one for each
 	// connection (the SDKs do). An opening that is refused (403, 404, 409,
-	// 429, 503: any answer but the stream) does not use it: asked again,
-	// the URL is refused the same way while the refusal holds, and opens
-	// the stream once it is gone. Openings with one token at once: one
-	// opens, the others are 401. The stream it opens lives on after it
-	// expires, until 30 s before the identity token does (see
-	// `token_expiring`). It is refused by every other route and stream. Non-members: 403
+	// 429) does not use it: asked again, the URL is refused the same way
+	// while the refusal holds, and opens the stream once it is gone; one
+	// that lost the store midway (200 with a `retry:` line) does.
+	// Openings with one token at once: one opens, the others are 401. The
+	// stream it opens lives on after it expires, until 30 s before the
+	// identity token does (see `token_expiring`) or its lifetime
+	// (`REALSYNC_SSE_MAX_LIFETIME`), whichever comes first. It is refused
+	// by every other route and stream. Non-members: 403
 	// `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -16556,12 +16562,14 @@ func (c *ClientWithResponses) PatchRoomStateWithApplicationMergePatchPlusJSONBod
 // whoever found it in a proxy's log or a browser's history) is 401
 // `UNAUTHENTICATED`, so a client fetches a new one for each
 // connection (the SDKs do). An opening that is refused (403, 404, 409,
-// 429, 503: any answer but the stream) does not use it: asked again,
-// the URL is refused the same way while the refusal holds, and opens
-// the stream once it is gone. Openings with one token at once: one
-// opens, the others are 401. The stream it opens lives on after it
-// expires, until 30 s before the identity token does (see
-// `token_expiring`). It is refused by every other route and stream. Non-members: 403
+// 429) does not use it: asked again, the URL is refused the same way
+// while the refusal holds, and opens the stream once it is gone; one
+// that lost the store midway (200 with a `retry:` line) does.
+// Openings with one token at once: one opens, the others are 401. The
+// stream it opens lives on after it expires, until 30 s before the
+// identity token does (see `token_expiring`) or its lifetime
+// (`REALSYNC_SSE_MAX_LIFETIME`), whichever comes first. It is refused
+// by every other route and stream. Non-members: 403
 // `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
 //
 // Returns a wrapper object for the known response body format(s).

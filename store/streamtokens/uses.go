@@ -40,16 +40,28 @@ func New(b *redisx.Base) *Uses { return &Uses{b: b} }
 // key is the use of token id of user uid: "<user's tag>:stu:<id>".
 func (u *Uses) key(uid, id string) string { return u.b.Tag(u.b.UserShard(uid)) + ":stu:" + id }
 
-// Use records token id of uid as used by opening until until (kept at
+// Use records token id of uid as used by opening, kept for keep (at
 // least a millisecond); false when another opening did. Errors:
 // rooms.ErrUnavailable.
-func (u *Uses) Use(ctx context.Context, uid, id, opening string, until time.Time) (bool, error) {
-	ms := max(time.Until(until).Milliseconds(), 1)
-	res, err := u.b.Runner.Run(ctx, call{key: u.key(uid, id), op: "use", nonce: opening, ms: ms}).Int64()
+func (u *Uses) Use(ctx context.Context, uid, id, opening string, keep time.Duration) (bool, error) {
+	res, err := u.b.Runner.Run(ctx, call{key: u.key(uid, id), op: "use", nonce: opening, ms: max(keep.Milliseconds(), 1)}).Slice()
 	if err != nil {
 		return false, redisx.Wrap(err)
 	}
-	return res == 1, nil
+	switch status, _ := res[0].(string); status {
+	case "OK":
+		return true, nil
+	case "USED":
+		return false, nil
+	}
+	return false, fmt.Errorf("store: unexpected stream token use reply %v", res)
+}
+
+// Used reports whether an opening holds the use of token id of uid.
+// Errors: rooms.ErrUnavailable.
+func (u *Uses) Used(ctx context.Context, uid, id string) (bool, error) {
+	n, err := u.b.Client.Exists(ctx, u.key(uid, id)).Result()
+	return n == 1, redisx.Wrap(err)
 }
 
 // Release drops the use of token id of uid when opening holds it, so that

@@ -2,8 +2,12 @@ package streamtokens_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
@@ -29,7 +33,7 @@ func TestUses(t *testing.T) {
 			}
 			t.Cleanup(func() { st.Close() })
 			u := streamtokens.New(st.Base())
-			until := time.Now().Add(30 * time.Second)
+			const keep = 30 * time.Second
 			steps := []struct {
 				name, op, opening string
 				want              bool
@@ -45,7 +49,7 @@ func TestUses(t *testing.T) {
 			for _, s := range steps {
 				var got bool
 				if s.op == "use" {
-					got, err = u.Use(ctx, "alice", "t1", s.opening, until)
+					got, err = u.Use(ctx, "alice", "t1", s.opening, keep)
 				} else {
 					err = u.Release(ctx, "alice", "t1", s.opening)
 				}
@@ -68,6 +72,56 @@ func TestUses(t *testing.T) {
 			}
 			if keys, err := rediskeys.Scan(ctx, st.Client(), "*"+prefix+"*:stu:*"); err != nil || len(keys) != 0 {
 				t.Errorf("keys %v (%v) after the release, want none", keys, err)
+			}
+		})
+	}
+}
+
+// Openings of one token at once: one holds its use, the others are
+// refused, on every backend; and with the scripts flushed from Redis
+// (EVALSHA answered NOSCRIPT, the script sent whole), the same.
+func TestUsesAtOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			u := streamtokens.New(st.Base())
+			for round := range 2 {
+				if round == 1 && b.Name != "embedded" {
+					var err error
+					if c, ok := st.Client().(*redis.ClusterClient); ok {
+						err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.ScriptFlush(ctx).Err() })
+					} else {
+						err = st.Client().ScriptFlush(ctx).Err()
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				token := fmt.Sprintf("t%d", round)
+				var held sync.Map
+				var wg sync.WaitGroup
+				for i := range 16 {
+					wg.Go(func() {
+						ok, err := u.Use(ctx, "bob", token, fmt.Sprint(i), time.Minute)
+						if err != nil {
+							t.Error(err)
+						}
+						if ok {
+							held.Store(i, true)
+						}
+					})
+				}
+				wg.Wait()
+				n := 0
+				held.Range(func(any, any) bool { n++; return true })
+				if n != 1 {
+					t.Errorf("round %d: %d of 16 openings at once hold the use, want 1", round, n)
+				}
 			}
 		})
 	}

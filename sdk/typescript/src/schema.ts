@@ -405,12 +405,14 @@ export interface paths {
          *     whoever found it in a proxy's log or a browser's history) is 401
          *     `UNAUTHENTICATED`, so a client fetches a new one for each
          *     connection (the SDKs do). An opening that is refused (403, 404, 409,
-         *     429, 503: any answer but the stream) does not use it: asked again,
-         *     the URL is refused the same way while the refusal holds, and opens
-         *     the stream once it is gone. Openings with one token at once: one
-         *     opens, the others are 401. The stream it opens lives on after it
-         *     expires, until 30 s before the identity token does (see
-         *     `token_expiring`). It is refused by every other route and stream. Non-members: 403
+         *     429) does not use it: asked again, the URL is refused the same way
+         *     while the refusal holds, and opens the stream once it is gone; one
+         *     that lost the store midway (200 with a `retry:` line) does.
+         *     Openings with one token at once: one opens, the others are 401. The
+         *     stream it opens lives on after it expires, until 30 s before the
+         *     identity token does (see `token_expiring`) or its lifetime
+         *     (`REALSYNC_SSE_MAX_LIFETIME`), whichever comes first. It is refused
+         *     by every other route and stream. Non-members: 403
          *     `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
          */
         post: operations["createRoomStreamToken"];

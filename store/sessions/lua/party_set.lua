@@ -11,14 +11,20 @@
 -- asked (the party the user is in, or another join of the user's asking
 -- the same expiry: two joins refused by one party ask the same one past
 -- it): that is written, replacing nothing (whoever wrote it unlists what
--- it replaced). Sent once (a second run would renew the party again). No
+-- it replaced), its TTL set as a write's. Sent once (a second run would renew the party again). No
 -- prelude.
 -- KEYS[1] the user's party key ("<expiry, ms> <leader's userId>")
 -- ARGV[1] the expiry asked (ms)  ARGV[2] the leader's userId  ARGV[3] TTL (ms)
 -- Reply: {1, the replaced value or false} written |
 --        {0, the expiry held (ms)} not written
 local old = redis.call('GET', KEYS[1])
-if old == ARGV[1] .. ' ' .. ARGV[2] then return {1, false} end
+if old == ARGV[1] .. ' ' .. ARGV[2] then
+  -- its TTL as a write's: the key's life is the party's, whatever was
+  -- done to it meanwhile (a join within the millisecond of the same
+  -- leader's last asks its very expiry)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {1, false}
+end
 if old then
   local was = tonumber(string.match(old, '^(%d+)'))
   if was and was >= tonumber(ARGV[1]) then return {0, was} end
