@@ -233,8 +233,8 @@ func (h *Hub) tryDrain(st *stream, out *writer) bool {
 }
 
 // hangUp ends a taken-over stream: its last frame (endFrame: the
-// shutdown's or the lifetime's retry, the token_expiring event), the end of the body, the metrics, then its
-// presence lease and its room. The drain stays busy: nothing is written
+// shutdown's or the lifetime's retry, the token_expiring event), the end
+// of the body, the metrics, then its presence lease and its room. The drain stays busy: nothing is written
 // after.
 func (h *Hub) hangUp(st *stream, out *writer) {
 	why := st.why
