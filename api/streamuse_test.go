@@ -34,11 +34,13 @@ func (e *env) useKeys() []string {
 	return keys
 }
 
-// refused opens path's stream and fails unless it is refused with status
-// and code; one that opens is closed at once. It returns the refusal.
-func (e *env) refused(path string, status int, code string) resp {
+// refused opens path's stream (with headers hdr, name then value) and
+// fails unless it is refused with status and code; one that opens is
+// closed at once, where e.do would wait for its end. It returns the
+// refusal.
+func (e *env) refused(path string, status int, code string, hdr ...string) resp {
 	e.t.Helper()
-	s, res := e.tryOpen(path)
+	s, res := e.tryOpen(path, hdr...)
 	defer s.close()
 	if res.StatusCode == 200 {
 		shown, _, _ := strings.Cut(path, "token=")
