@@ -1,5 +1,10 @@
 package sse
 
+import (
+	"context"
+	"time"
+)
+
 // LoopedStreams counts the streams served by loop that the hub's sweep
 // keeps, for the tests of package sse_test.
 func LoopedStreams(h *Hub) int {
@@ -11,3 +16,58 @@ func LoopedStreams(h *Hub) int {
 // LobbyResync makes every lobby stream send a fresh list, as after the
 // lobby subscription reconnected (notices lost meanwhile).
 func LobbyResync(h *Hub) { h.lobbyResync() }
+
+// Due is due: how many of n streams ending over spread have ended after
+// elapsed.
+func Due(n int, elapsed, spread time.Duration) int { return due(n, elapsed, spread) }
+
+// endRecorder is an ender that records its ends.
+type endRecorder struct {
+	i    int
+	ends *[]RecordedEnd
+}
+
+// RecordedEnd is an end EndOver saw: the stream's index and why.
+type RecordedEnd struct {
+	Stream int
+	Why    string
+}
+
+func (r endRecorder) end(why string) { *r.ends = append(*r.ends, RecordedEnd{Stream: r.i, Why: why}) }
+
+// EndOver runs endOver over n streams from start, ticking at the times
+// given one after the other, then ending its context; it returns the ends
+// in the order they came and, for each tick, how many had come once endOver
+// was done with it.
+func EndOver(n int, spread time.Duration, start time.Time, ticks []time.Time) (ends []RecordedEnd, after []int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, finished := make(chan time.Time), make(chan struct{})
+	all := make([]ender, n)
+	for i := range all {
+		all[i] = endRecorder{i: i, ends: &ends}
+	}
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		defer cancel()
+		for _, at := range ticks {
+			select {
+			case ch <- at:
+			case <-finished:
+				after = append(after, len(ends))
+				continue
+			}
+			// a zero time ends nothing: once endOver took it, it was done
+			// with the tick before
+			select {
+			case ch <- time.Time{}:
+			case <-finished:
+			}
+			after = append(after, len(ends))
+		}
+	}()
+	endOver(ctx, all, spread, start, ch)
+	close(finished)
+	<-fed
+	return ends, after
+}

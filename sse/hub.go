@@ -63,6 +63,9 @@ type Config struct {
 	AfterBurst func(openings int64)
 	// BurstOpenings: how many openings make a burst; default 1000.
 	BurstOpenings int
+	// ShutdownSpread: Close ends the streams open then at random times
+	// over this long, not all at once (drain.go); 0 ends them at once.
+	ShutdownSpread time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -155,7 +158,9 @@ func NewHub(cfg Config) *Hub {
 // Close ends every stream and the feed, and stops the background loops
 // (their store calls are cancelled). Each stream ends with a retry line of
 // 0.5 to 2 s, jittered so its clients do not all reconnect at once, then
-// resumes (on another instance) with Last-Event-ID. Close returns without
+// resumes (on another instance) with Last-Event-ID; with a ShutdownSpread,
+// the streams open then end at random times over it first, and the rest
+// (opened meanwhile) at its end. Close returns without
 // waiting for the streams' handlers to return; it waits (a few seconds at
 // most, closeWait) for the streams it took over (Detacher) to be ended and
 // their leases released, since the HTTP server no longer knows of them.
@@ -172,13 +177,16 @@ func (h *Hub) Close() { _ = h.CloseContext(context.Background()) }
 // within closeWait (a client that stopped reading).
 func (h *Hub) CloseContext(ctx context.Context) error {
 	h.closing.Do(func() {
-		close(h.done)
-		h.mu.Lock()
-		for hd := range h.looped {
-			hd.signal() // its looper sees done (looper.step)
-		}
-		h.mu.Unlock()
 		go func() {
+			if h.cfg.ShutdownSpread > 0 {
+				h.spreadEnds(ctx, h.cfg.ShutdownSpread)
+			}
+			close(h.done)
+			h.mu.Lock()
+			for hd := range h.looped {
+				hd.signal() // its looper sees done (looper.step)
+			}
+			h.mu.Unlock()
 			h.linesLeft.Store(int64(h.endLines(ctx, closeWait)))
 			h.cancel()
 			h.loops.Wait()

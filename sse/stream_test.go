@@ -283,15 +283,22 @@ func TestCloseEndsEveryStream(t *testing.T) {
 	e.hub.Close()
 	for i, d := range append(dones, ldone) {
 		wait(t, d, "stream after Close")
-		raw := string(append(cls, lc)[i].raw)
-		m := regexp.MustCompile(`\n\nretry: (\d+)\n\n$`).FindStringSubmatch(raw)
-		if m == nil {
-			t.Errorf("stream %d does not end with a retry line: %q", i, raw[max(0, len(raw)-40):])
-			continue
-		}
-		if ms, _ := strconv.Atoi(m[1]); ms < 500 || ms >= 2000 {
-			t.Errorf("stream %d ends with retry %d ms, want 500..1999", i, ms)
-		}
+		endsWithShutdownRetry(t, i, append(cls, lc)[i])
+	}
+}
+
+// endsWithShutdownRetry checks that stream i's last frame is a
+// shutdown's retry line, of 0.5 to 2 s.
+func endsWithShutdownRetry(t *testing.T, i int, cl *client) {
+	t.Helper()
+	raw := string(cl.raw)
+	m := regexp.MustCompile(`\n\nretry: (\d+)\n\n$`).FindStringSubmatch(raw)
+	if m == nil {
+		t.Errorf("stream %d does not end with a retry line: %q", i, raw[max(0, len(raw)-40):])
+		return
+	}
+	if ms, _ := strconv.Atoi(m[1]); ms < 500 || ms >= 2000 {
+		t.Errorf("stream %d ends with retry %d ms, want 500..1999", i, ms)
 	}
 }
 

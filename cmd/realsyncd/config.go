@@ -22,30 +22,35 @@ import (
 // Config is realsyncd's configuration: environment variables, mirrored by
 // flags (a flag wins over its variable).
 type Config struct {
-	Addr            string        // REALSYNC_ADDR, default :8080: [host]:port
-	RedisURL        string        // REALSYNC_REDIS_URL
-	ClusterAddrs    []string      // REALSYNC_REDIS_CLUSTER_ADDRS, comma-separated host:port
-	JWTSecret       string        // REALSYNC_JWT_SECRET; random per start when empty
-	GuestAuth       bool          // REALSYNC_GUEST_AUTH, default true (false in production)
-	Env             string        // REALSYNC_ENV: development (default) or production
-	JWTKeysFile     string        // REALSYNC_JWT_KEYS_FILE: a JWKS file of studio keys; unset: none
-	JWTIssuer       string        // REALSYNC_JWT_ISSUER: iss required of studio tokens; unset: not checked
-	JWTAudience     string        // REALSYNC_JWT_AUDIENCE: aud required of studio tokens; unset: not checked
-	JWTLeeway       time.Duration // REALSYNC_JWT_LEEWAY, default 30s: clock skew allowed on exp, nbf, iat
-	Shards          int           // REALSYNC_SHARDS, default 16
-	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
-	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
-	SSEMaxLifetime  time.Duration // REALSYNC_SSE_MAX_LIFETIME, default 30m: a player's stream ends within its upper half (api.Config.StreamLifetime); 0 never, else 1m..24h
-	BurstRelease    bool          // REALSYNC_SSE_BURST_RELEASE, default true: a burst of stream openings has its memory given back once over (memory.go)
-	GCMinHeap       uint64        // REALSYNC_GC_MIN_HEAP, default 64 MiB: the heap the collector lets grow before collecting however little is live (memory.go); 0 off; not applied with GOGC set
-	TCPUserTimeout  time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
-	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
-	ConnectGrace    time.Duration // REALSYNC_CONNECT_GRACE, default 0 (never); else 100ms..8760h: a joined player who opened no stream by then is removed
-	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s; 300ms..10m
-	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
-	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
-	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
-	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
+	Addr           string        // REALSYNC_ADDR, default :8080: [host]:port
+	RedisURL       string        // REALSYNC_REDIS_URL
+	ClusterAddrs   []string      // REALSYNC_REDIS_CLUSTER_ADDRS, comma-separated host:port
+	JWTSecret      string        // REALSYNC_JWT_SECRET; random per start when empty
+	GuestAuth      bool          // REALSYNC_GUEST_AUTH, default true (false in production)
+	Env            string        // REALSYNC_ENV: development (default) or production
+	JWTKeysFile    string        // REALSYNC_JWT_KEYS_FILE: a JWKS file of studio keys; unset: none
+	JWTIssuer      string        // REALSYNC_JWT_ISSUER: iss required of studio tokens; unset: not checked
+	JWTAudience    string        // REALSYNC_JWT_AUDIENCE: aud required of studio tokens; unset: not checked
+	JWTLeeway      time.Duration // REALSYNC_JWT_LEEWAY, default 30s: clock skew allowed on exp, nbf, iat
+	Shards         int           // REALSYNC_SHARDS, default 16
+	KeyPrefix      string        // REALSYNC_KEY_PREFIX, default rs
+	SSEHeartbeat   time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
+	SSEMaxLifetime time.Duration // REALSYNC_SSE_MAX_LIFETIME, default 30m: a player's stream ends within its upper half (api.Config.StreamLifetime); 0 never, else 1m..24h
+	// SSEShutdownSpread: REALSYNC_SSE_SHUTDOWN_SPREAD, default 10s or a
+	// third of REALSYNC_SHUTDOWN_TIMEOUT when that is less: a shutdown ends
+	// the streams at random times over it (sse.Config.ShutdownSpread); 0
+	// at once, else 100ms..10m and at most half of the shutdown timeout
+	SSEShutdownSpread time.Duration
+	BurstRelease      bool          // REALSYNC_SSE_BURST_RELEASE, default true: a burst of stream openings has its memory given back once over (memory.go)
+	GCMinHeap         uint64        // REALSYNC_GC_MIN_HEAP, default 64 MiB: the heap the collector lets grow before collecting however little is live (memory.go); 0 off; not applied with GOGC set
+	TCPUserTimeout    time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
+	DisconnectGrace   time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
+	ConnectGrace      time.Duration // REALSYNC_CONNECT_GRACE, default 0 (never); else 100ms..8760h: a joined player who opened no stream by then is removed
+	PresenceTTL       time.Duration // REALSYNC_PRESENCE_TTL, default 15s; 300ms..10m
+	LogLevel          string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
+	PprofAddr         string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
+	MetricsAddr       string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
+	LogFormat         string        // REALSYNC_LOG_FORMAT: text (default) or json
 	// Room lifecycle (the janitor closes rooms; 0 switches a rule off, else
 	// 100ms..8760h).
 	RoomIdleTimeout   time.Duration  // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
@@ -131,7 +136,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, maxLifetime, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, gcMinHeap, shutdown, headerTimeout, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, maxLifetime, spread, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, gcMinHeap, shutdown, headerTimeout, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -148,6 +153,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
 	fs.StringVar(&maxLifetime, "sse-max-lifetime", env("REALSYNC_SSE_MAX_LIFETIME", "30m"), "longest life of a player's event stream, each ending at a random time within its upper half (REALSYNC_SSE_MAX_LIFETIME; 0 never)")
+	fs.StringVar(&spread, "sse-shutdown-spread", env("REALSYNC_SSE_SHUTDOWN_SPREAD", ""), "on SIGTERM, end the event streams at random times over this long, not at once (REALSYNC_SSE_SHUTDOWN_SPREAD; unset: 10s, or a third of the shutdown timeout when that is less; 0 at once)")
 	fs.StringVar(&burstRelease, "sse-burst-release", env("REALSYNC_SSE_BURST_RELEASE", "true"), "give the memory of a burst of stream openings back to the OS once it is over (REALSYNC_SSE_BURST_RELEASE)")
 	fs.StringVar(&gcMinHeap, "gc-min-heap", env("REALSYNC_GC_MIN_HEAP", "64MiB"), "heap size the garbage collector lets the heap grow to before it collects, however little is live, such as 64MiB; 0: Go's default alone; not applied when GOGC is set (REALSYNC_GC_MIN_HEAP)")
 	fs.StringVar(&userTimeout, "tcp-user-timeout", env("REALSYNC_TCP_USER_TIMEOUT", "30s"), "longest time data written to a client may stay unacknowledged before its connection is dropped (Linux TCP_USER_TIMEOUT); 0: the kernel's (REALSYNC_TCP_USER_TIMEOUT)")
@@ -327,6 +333,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 			bad(d.name, fmt.Sprintf("%s, such as %s; got %q", msg, durationDefaults[d.name], d.in))
 		}
 	}
+	c.SSEShutdownSpread = shutdownSpread(spread, c.ShutdownTimeout, bad)
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")
 	}
@@ -396,6 +403,35 @@ const (
 	// TLS handshake; past minutes it defends against nothing
 	minHeaderTimeout, maxHeaderTimeout = time.Second, 5 * time.Minute
 )
+
+// The shutdown's spread of the streams' ends (REALSYNC_SSE_SHUTDOWN_SPREAD).
+const (
+	defaultSpread        = 10 * time.Second
+	minSpread, maxSpread = 100 * time.Millisecond, 10 * time.Minute
+)
+
+// shutdownSpread is REALSYNC_SSE_SHUTDOWN_SPREAD, in: as set (0, or
+// minSpread..maxSpread and at most half of the shutdown's timeout, so that
+// the rest of a shutdown, the streams' lease releases and the requests in
+// flight, keeps the other half), or when unset defaultSpread, or a third of
+// timeout when that is less (a short REALSYNC_SHUTDOWN_TIMEOUT set alone
+// stays valid).
+func shutdownSpread(in string, timeout time.Duration, bad func(name, msg string)) time.Duration {
+	if in == "" {
+		return min(defaultSpread, timeout/3)
+	}
+	d, err := time.ParseDuration(in)
+	switch {
+	case err == nil && d == 0:
+	case err != nil || d < minSpread || d > maxSpread:
+		bad("REALSYNC_SSE_SHUTDOWN_SPREAD", fmt.Sprintf("must be 0 (every stream ended at once) or a duration from %s to %s, such as %s; got %q",
+			fmtDuration(minSpread), fmtDuration(maxSpread), fmtDuration(defaultSpread), in))
+	case timeout > 0 && d > timeout/2:
+		bad("REALSYNC_SSE_SHUTDOWN_SPREAD", fmt.Sprintf("%s is more than half of REALSYNC_SHUTDOWN_TIMEOUT (%s), whose other half the rest of a shutdown needs: set it to %s at most, or raise REALSYNC_SHUTDOWN_TIMEOUT",
+			fmtDuration(d), fmtDuration(timeout), fmtDuration(timeout/2)))
+	}
+	return d
+}
 
 // zeroMeans says what 0 means for a duration setting that accepts it.
 func zeroMeans(name string) string {

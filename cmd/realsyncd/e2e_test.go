@@ -240,7 +240,9 @@ func launch(t *testing.T, bin string, env ...string) *instance {
 // env its url is https.
 func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instance {
 	t.Helper()
-	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
+	// The streams a test leaves open end at once on SIGTERM, not over the
+	// default spread (10 s): TestShutdownSpreadsStreamEnds undoes it.
+	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug", "REALSYNC_SSE_SHUTDOWN_SPREAD=0"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd, exited: make(chan error, 1),
 		probe: http.DefaultClient}

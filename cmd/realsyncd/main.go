@@ -171,7 +171,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	}
 	defer hangups.Close()
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
-		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m, AfterBurst: cfg.afterBurst(log)})
+		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m, AfterBurst: cfg.afterBurst(log),
+		ShutdownSpread: cfg.SSEShutdownSpread})
 	// shutdown closes the hub within REALSYNC_SHUTDOWN_TIMEOUT; a return
 	// before it (a failed start) closes it here
 	closeHub := hub.Close
@@ -294,7 +295,7 @@ wait:
 			break wait
 		}
 	}
-	log.Info("shutting down", "streams", hub.Streams(), "timeout", cfg.ShutdownTimeout)
+	log.Info("shutting down", "streams", hub.Streams(), "spread", cfg.SSEShutdownSpread, "timeout", cfg.ShutdownTimeout)
 	stop := func(ctx context.Context) {
 		// The janitor stops first, so it takes no lease again; then the
 		// instance leaves the registry (the instance list drops it now),
@@ -334,7 +335,8 @@ wait:
 // closes the store.
 const cutGrace = time.Second
 
-// shutdown stops accepting connections, ends every event stream (each with
+// shutdown stops accepting connections, ends every event stream (over the
+// hub's ShutdownSpread, each with
 // a short jittered retry line, so its client resumes on another instance
 // with Last-Event-ID, and its presence lease released: a player whose
 // client is not back within the presence debounce is then shown

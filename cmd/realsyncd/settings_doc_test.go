@@ -15,6 +15,8 @@ var computedDefaults = map[string]string{
 	"REALSYNC_PARTY_CONSENT":  "`none`; `party` in production",
 	"REALSYNC_ADVERTISE_ADDR": "from the listener",
 	"REALSYNC_RATE_LIMITS":    "the defaults in",
+	// 10s, but a third of REALSYNC_SHUTDOWN_TIMEOUT when that is less
+	"REALSYNC_SSE_SHUTDOWN_SPREAD": "`10s`, or a third of `REALSYNC_SHUTDOWN_TIMEOUT`",
 }
 
 // The settings tables of README.md ("Configuration") and docs/OPERATIONS.md

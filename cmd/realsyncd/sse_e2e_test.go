@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +41,8 @@ type follower struct {
 	resumes int // resumed events: a reconnection replayed what it missed
 	lastID  string
 	conns   int
-	retries []int // per connection that ended, the last retry hint it sent (0: none)
+	retries []int       // per connection that ended, the last retry hint it sent (0: none)
+	endedAt []time.Time // per connection that ended, when
 	drop    context.CancelFunc
 	updated chan struct{}
 	stop    context.CancelFunc
@@ -127,7 +129,7 @@ func (f *follower) read(rd *bufio.Reader) bool {
 		line, err := rd.ReadString('\n')
 		if err != nil {
 			f.mu.Lock()
-			f.retries = append(f.retries, retry)
+			f.retries, f.endedAt = append(f.retries, retry), append(f.endedAt, time.Now())
 			f.mu.Unlock()
 			return false
 		}
@@ -578,6 +580,90 @@ func TestShutdownEndsStreams(t *testing.T) {
 	// showed both).
 	if got := strings.Join(types, ", "); got != "state <nil>" {
 		t.Errorf("after the shutdown: %s", got)
+	}
+}
+
+// SIGTERM ends the instance's streams at random times over
+// REALSYNC_SSE_SHUTDOWN_SPREAD (here its default: a third of a 9 s
+// REALSYNC_SHUTDOWN_TIMEOUT), not at once: plain HTTP/1.1 room streams,
+// taken over by the hub. None ends before its share of the spread was due,
+// the last not before the spread is over, the first well before it; each
+// with the short retry hint; the instance takes no new connection
+// meanwhile, so each client resumes on the other instance, missing
+// nothing; and the instance exits cleanly.
+func TestShutdownSpreadsStreamEnds(t *testing.T) {
+	t.Parallel()
+	const n, spread = 12, 3 * time.Second
+	bin := buildBinary(t)
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s", "REALSYNC_SHUTDOWN_TIMEOUT=9s",
+		"REALSYNC_SSE_SHUTDOWN_SPREAD=") // unset: launchCmd's 0 undone
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	id, toks := party(t, a, n-1)
+	var fs []*follower
+	for _, tok := range toks {
+		f := follow(t, []string{a.url, b.url}, id, tok, false)
+		fs = append(fs, f)
+	}
+	for _, f := range fs {
+		f.waitVersion(int64(n+1), 10*time.Second) // created, n-1 joins, every player connected
+	}
+	term := time.Now()
+	stopped := make(chan struct{})
+	go func() {
+		a.stop(t) // a stream left open would hold the shutdown to its timeout: exit 1
+		close(stopped)
+	}()
+	// once a stream ended, the instance still serves the others but takes
+	// no new connection: the client's next try is the other instance
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	waitFor(t, 10*time.Second, "a stream ended by the shutdown", func() bool {
+		for _, f := range fs {
+			f.mu.Lock()
+			ended := len(f.endedAt) > 0
+			f.mu.Unlock()
+			if ended {
+				return true
+			}
+		}
+		return false
+	})
+	if res, err := fresh.Get(a.url + "/healthz"); err == nil {
+		res.Body.Close()
+		t.Errorf("a new connection to the instance shutting down was served (%d)", res.StatusCode)
+	}
+	<-stopped
+	patch(t, b, id, toks[0], map[string]any{"after": "shutdown"})
+	final := roomVersion(t, b, id, toks[0])
+	var ends []time.Duration
+	for i, f := range fs {
+		inOrder(t, fmt.Sprintf("follower %d", i), f.waitVersion(final, 20*time.Second))
+		f.mu.Lock()
+		if len(f.endedAt) == 0 || f.conns < 2 {
+			t.Errorf("follower %d: %d connections, %d ended: its stream did not move", i, f.conns, len(f.endedAt))
+		} else {
+			ends = append(ends, f.endedAt[0].Sub(term))
+			if hint := f.retries[0]; hint < 500 || hint >= 2000 {
+				t.Errorf("follower %d: the stream ended with retry %d ms, want 500..1999", i, hint)
+			}
+		}
+		f.mu.Unlock()
+	}
+	if len(ends) != n {
+		return
+	}
+	first, last := slices.Min(ends), slices.Max(ends)
+	t.Logf("the %d streams ended from %s to %s after SIGTERM (spread %s)", n, first.Round(time.Millisecond), last.Round(time.Millisecond), spread)
+	if first < spread/n {
+		t.Errorf("a stream ended %s after SIGTERM, before the spread's first share was due (%s)", first, spread/n)
+	}
+	if last < spread {
+		t.Errorf("the last stream ended %s after SIGTERM, before the spread (%s) was over", last, spread)
+	}
+	if last-first < spread/2 {
+		t.Errorf("the streams ended within %s of each other, want them spread over %s", last-first, spread)
+	}
+	if logs := a.logText(); !strings.Contains(logs, "spread=3s") || !strings.Contains(logs, "ending the streams over the shutdown's spread") {
+		t.Errorf("the shutdown's log does not name the spread:\n%s", grep(logs, "shutdown"))
 	}
 }
 

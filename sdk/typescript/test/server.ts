@@ -93,7 +93,9 @@ export async function startRedis(): Promise<Redis> {
 export async function startServer(env: Record<string, string> = {}): Promise<Server> {
   const child = spawn(build(), [], {
     env: { ...process.env, REALSYNC_ADDR: "127.0.0.1:0", REALSYNC_REDIS_URL: "", REALSYNC_REDIS_CLUSTER_ADDRS: "",
-      REALSYNC_JWT_SECRET: "sdk-test", REALSYNC_LOG_LEVEL: "debug", ...env },
+      // streams left open end at once on stop(), not over the default
+      // 10 s spread (REALSYNC_SSE_SHUTDOWN_SPREAD)
+      REALSYNC_JWT_SECRET: "sdk-test", REALSYNC_LOG_LEVEL: "debug", REALSYNC_SSE_SHUTDOWN_SPREAD: "0", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   // Never outlive the test process, even when it fails before stop().
