@@ -87,6 +87,7 @@ var problems = []problem{
 	{matchmaking.ErrPartyConsent, 403, "PARTY_CONSENT_REQUIRED", "A party member has not consented"},
 	{matchmaking.ErrTicketMatched, 409, "TICKET_MATCHED", "Ticket already matched"},
 	{matchmaking.ErrQueueFull, 409, "QUEUE_FULL", "Matchmaking queue full"},
+	{rooms.ErrInboxFull, 409, "INBOX_FULL", "Recipient's inbox is full"},
 	{deadletter.ErrBacklogFull, 409, "WEBHOOK_BACKLOG_FULL", "Webhook endpoint's backlog full"},
 	{deadletter.ErrEndpointRemoved, 409, "WEBHOOK_ENDPOINT_REMOVED", "Webhook endpoint no longer configured"},
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},

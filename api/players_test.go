@@ -675,6 +675,68 @@ func testInboxOverflow(t *testing.T, b redistest.Backend, age time.Duration, pen
 	}
 }
 
+// Strangers writing while a user is away cannot push out of the user's
+// capped log what the users they follow sent (a tester's find: 1 003
+// messages from 30 accounts took a friend's 3 earlier ones): the
+// messages and invites of senders the user does not follow, which no
+// platform of the user was delivered, hold at most half of it, and past
+// that are 409 INBOX_FULL, a problem that sends nothing; the friend still
+// sends, and once a session of the user was delivered them, strangers do
+// again.
+func TestStrangersCannotPushAFriendsMessagesOut(t *testing.T) {
+	share := userlog.StrangersShare(userlog.MinMaxLen)
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := playerEnvsWith(t, b, 1, func(c *store.Config) { c.Offline.MaxLen = userlog.MinMaxLen })[0]
+			alice, aliceID := e.guest("alice")
+			carol, carolID := e.guest("carol")
+			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": []string{carolID}}), 200, "")
+			msg := func(n int) map[string]any { return map[string]any{"type": "chat", "data": n} }
+			for i := range 3 {
+				want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", carol, msg(i)), 202, "")
+			}
+			var strangers []string
+			for i := range 5 {
+				tok, _ := e.guest(fmt.Sprint("mallory-", i))
+				strangers = append(strangers, tok)
+			}
+			sent := 0
+			for i := range 3 * share {
+				switch r := e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[i%5], msg(100+i)); r.status {
+				case 202:
+					sent++
+				default:
+					want(t, r, 409, "INBOX_FULL")
+				}
+			}
+			if sent != share {
+				t.Fatalf("%d strangers' messages sent, want %d", sent, share)
+			}
+			room := e.create(strangers[0], arena)["id"].(string)
+			want(t, e.do("POST", "/v1/rooms/"+room+"/invites", strangers[0], map[string]any{"userId": aliceID}), 409, "INBOX_FULL")
+			want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", carol, msg(3)), 202, "")
+			// alice is back: the friend's messages first, then the strangers'
+			// and the friend's last
+			pc := e.me(alice, "pc")
+			if f := pc.next(); f.event != "snapshot" || f.data["pending"] != float64(3+share+1) {
+				t.Fatalf("alice's opening: %+v, want a snapshot with %d pending", f, 3+share+1)
+			}
+			for i := range 3 + share + 1 {
+				f := pc.next()
+				from, _ := f.data["from"].(map[string]any)
+				if isCarol := from["userId"] == carolID; isCarol != (i < 3 || i == 3+share) {
+					t.Fatalf("pending event %d from %v", i, from["userId"])
+				}
+			}
+			// delivered: strangers send again
+			eventually(t, 10*time.Second, "the strangers' messages delivered", func() bool {
+				return e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[1], msg(0)).status == 202
+			})
+			pc.close()
+		})
+	}
+}
+
 // A guest's following is kept as long as its identity, a day after its
 // last PUT or personal stream open; any other user's for 30 days.
 func TestGuestFollowingKeptADay(t *testing.T) {

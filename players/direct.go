@@ -22,18 +22,27 @@ type Inbox interface {
 	SendToMany(ctx context.Context, uids []string, ev any) error
 	// SendOnce is Send of an event named by once: when uid's inbox
 	// remembers once.Key (for rooms.MessageKeyWindow, its last
-	// rooms.MessageKeysKept keys), nothing is sent and the first send's
-	// At is returned (rooms.ErrKeyReused when its Digest differs); else
-	// ev is sent and once.At returned; either with the receipt of the
-	// send (Sent). Errors: rooms.ErrUnavailable too.
+	// rooms.MessageKeysKept keys; none when empty), nothing is sent and
+	// the first send's At is returned (rooms.ErrKeyReused when its Digest
+	// differs); else ev is sent and once.At returned; either with the
+	// receipt of the send (Sent). A send from a user uid does not follow
+	// (once.From), when uid follows someone, is refused,
+	// rooms.ErrInboxFull, while such senders' events none of uid's
+	// platforms was delivered fill half of uid's log. Errors:
+	// rooms.ErrUnavailable too.
 	SendOnce(ctx context.Context, uid string, ev any, once Once) (Sent, error)
 }
 
-// Once names a send for its sender's Idempotency-Key (Inbox.SendOnce).
+// Once names a send (Inbox.SendOnce): its sender's Idempotency-Key, and
+// its sender.
 type Once struct {
 	// Key is "<Idempotency-Key> <sender's user id>" (a key holds no
-	// space); Digest tells the message's content (rooms.MessageDigest).
+	// space; "": the send is not keyed); Digest tells the message's
+	// content (rooms.MessageDigest).
 	Key, Digest string
+	// From is the sender's user id when a player sent it ("": the
+	// server's)
+	From string
 	// At is when this send was made, the answer's time.
 	At time.Time
 }
@@ -108,6 +117,8 @@ func checkRecipient(u rooms.User, to string) error {
 // registry. With p.Key the message is sent once (Inbox.SendOnce): sent
 // again, it answers the first send's time. Errors: a ValidationError
 // (nothing sent), rooms.ErrScopeRequired, rooms.ErrKeyReused,
+// rooms.ErrInboxFull (to follows others but not u, and its inbox holds as
+// many undelivered events of such senders as it takes),
 // rooms.ErrUnavailable.
 func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p DirectMessageParams) (Sent, error) {
 	if err := rooms.RequireScope(u, rooms.ScopeWrite); err != nil {
@@ -123,11 +134,22 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ev := DirectMessageEvent{UserEventHeader: NewHeader(EventMessage, to, now), From: senderOf(u),
 		Message: DirectMessageBody{Type: p.Type, Data: data}}
-	if p.Key == "" {
-		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+	once := Once{From: senderOf(u).UserID, At: now}
+	if p.Key != "" {
+		ev.MessageID = rooms.MessageID(p.Key, u.ID)
+		once.Key, once.Digest = p.Key+" "+u.ID, rooms.MessageDigest(p.Type, data, nil)
 	}
-	ev.MessageID = rooms.MessageID(p.Key, u.ID)
-	return d.inbox.SendOnce(ctx, to, ev, Once{Key: p.Key + " " + u.ID, Digest: rooms.MessageDigest(p.Type, data, nil), At: now})
+	return d.send(ctx, to, ev, once)
+}
+
+// send sends ev to to with once (SendOnce); an unkeyed send answers now,
+// without a receipt.
+func (d *Direct) send(ctx context.Context, to string, ev any, once Once) (Sent, error) {
+	sent, err := d.inbox.SendOnce(ctx, to, ev, once)
+	if once.Key == "" {
+		return Sent{TS: once.At}, err
+	}
+	return sent, err
 }
 
 // Invite invites user to to room id on behalf of u, a member (or the
@@ -139,7 +161,8 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 // rooms.ErrKeyReused. Errors:
 // rooms.ErrRoomNotFound (also a private room u is not in),
 // rooms.ErrNotMember, rooms.ErrRoomFinished, a ValidationError on userId,
-// rooms.ErrScopeRequired, rooms.ErrKeyReused, rooms.ErrUnavailable.
+// rooms.ErrScopeRequired, rooms.ErrKeyReused, rooms.ErrInboxFull (as
+// SendMessage), rooms.ErrUnavailable.
 func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to, key string) (Sent, error) {
 	if err := rooms.RequireScope(u, rooms.ScopeWrite); err != nil {
 		return Sent{}, err
@@ -164,11 +187,12 @@ func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to, key string) (
 	now := time.Now().UTC().Truncate(time.Millisecond) // the event's ts (NewHeader), answered as is
 	ev := InviteEvent{UserEventHeader: NewHeader(EventInvite, to, now), From: senderOf(u), RoomID: r.ID,
 		Name: r.Name, Mode: r.Mode, Region: r.Region, InviteCode: r.InviteCode}
-	if key == "" {
-		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+	once := Once{From: senderOf(u).UserID, At: now}
+	if key != "" {
+		ev.MessageID = rooms.MessageID(key, u.ID)
+		once.Key, once.Digest = key+" "+u.ID, rooms.MessageDigest(EventInvite, []byte(r.ID), nil)
 	}
-	ev.MessageID = rooms.MessageID(key, u.ID)
-	return d.inbox.SendOnce(ctx, to, ev, Once{Key: key + " " + u.ID, Digest: rooms.MessageDigest(EventInvite, []byte(r.ID), nil), At: now})
+	return d.send(ctx, to, ev, once)
 }
 
 // Kicked implements rooms.Notifier.

@@ -35,6 +35,13 @@ var (
 	// ErrScopeRequired: an API key without the scope the action needs, or
 	// an API key on an action only players may do.
 	ErrScopeRequired = errors.New("scope required")
+	// ErrInboxFull: the recipient follows others, and their log holds as
+	// many events of senders they do not follow, which none of their
+	// platforms was delivered, as it takes (half of
+	// REALSYNC_OFFLINE_MAX): a direct message or an
+	// invite of such a sender is refused until the recipient reads them,
+	// follows the sender, or they expire.
+	ErrInboxFull = errors.New("the recipient's inbox holds as many undelivered events of users they do not follow as it takes")
 	// ErrKeyReused: an Idempotency-Key used again with another request.
 	ErrKeyReused = errors.New("idempotency key used with another request")
 )

@@ -49,6 +49,7 @@ const (
 	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	IDEMPOTENCYKEYSLIMITED ProblemCode = "IDEMPOTENCY_KEYS_LIMITED"
+	INBOXFULL              ProblemCode = "INBOX_FULL"
 	INTERNAL               ProblemCode = "INTERNAL"
 	INVALIDPLATFORM        ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION      ProblemCode = "INVALID_TRANSITION"
@@ -116,6 +117,8 @@ func (e ProblemCode) Valid() bool {
 	case IDEMPOTENCYKEYREUSED:
 		return true
 	case IDEMPOTENCYKEYSLIMITED:
+		return true
+	case INBOXFULL:
 		return true
 	case INTERNAL:
 		return true
@@ -1005,17 +1008,20 @@ type DeadLetterReplayConflict = Problem
 // Forbidden defines model for Forbidden.
 type Forbidden = Problem
 
+// InboxFullOrKeyInUse defines model for InboxFullOrKeyInUse.
+type InboxFullOrKeyInUse = Problem
+
 // Invalid defines model for Invalid.
 type Invalid = Problem
 
 // InvalidOrKeyReused defines model for InvalidOrKeyReused.
 type InvalidOrKeyReused = Problem
 
+// InviteConflict defines model for InviteConflict.
+type InviteConflict = Problem
+
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
-
-// KeyInUse defines model for KeyInUse.
-type KeyInUse = Problem
 
 // Malformed defines model for Malformed.
 type Malformed = Problem

@@ -54,6 +54,7 @@ const (
 	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	IDEMPOTENCYKEYSLIMITED ProblemCode = "IDEMPOTENCY_KEYS_LIMITED"
+	INBOXFULL              ProblemCode = "INBOX_FULL"
 	INTERNAL               ProblemCode = "INTERNAL"
 	INVALIDPLATFORM        ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION      ProblemCode = "INVALID_TRANSITION"
@@ -121,6 +122,8 @@ func (e ProblemCode) Valid() bool {
 	case IDEMPOTENCYKEYREUSED:
 		return true
 	case IDEMPOTENCYKEYSLIMITED:
+		return true
+	case INBOXFULL:
 		return true
 	case INTERNAL:
 		return true
@@ -1010,17 +1013,20 @@ type DeadLetterReplayConflict = Problem
 // Forbidden defines model for Forbidden.
 type Forbidden = Problem
 
+// InboxFullOrKeyInUse defines model for InboxFullOrKeyInUse.
+type InboxFullOrKeyInUse = Problem
+
 // Invalid defines model for Invalid.
 type Invalid = Problem
 
 // InvalidOrKeyReused defines model for InvalidOrKeyReused.
 type InvalidOrKeyReused = Problem
 
+// InviteConflict defines model for InviteConflict.
+type InviteConflict = Problem
+
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
-
-// KeyInUse defines model for KeyInUse.
-type KeyInUse = Problem
 
 // Malformed defines model for Malformed.
 type Malformed = Problem
@@ -2493,7 +2499,11 @@ type ClientInterface interface {
 	// that opened once holds back what it was not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`, whatever the event; replacing
+	// `realsync_offline_dropped_total`, whatever the event, but for a
+	// user who follows someone the events of senders they do not
+	// follow, none of the user's platforms was delivered, hold at most
+	// half of it: past that such a sender's message or invite is
+	// refused, `INBOX_FULL`; replacing
 	// sessions adds nothing to it, however often; the next session of a
 	// platform whose undelivered events were dropped starts with
 	// `resync: true`); each event expires
@@ -3053,7 +3063,9 @@ type ClientInterface interface {
 	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-	// `rooms:write` (invites to any room, `from.server`).
+	// `rooms:write` (invites to any room, `from.server`). Counted on the
+	// invitee's share of strangers' events as a direct message (409
+	// `INBOX_FULL`, which see).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too, as a direct message: the invitee's inbox remembers the key
@@ -3083,7 +3095,9 @@ type ClientInterface interface {
 	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-	// `rooms:write` (invites to any room, `from.server`).
+	// `rooms:write` (invites to any room, `from.server`). Counted on the
+	// invitee's share of strangers' events as a direct message (409
+	// `INBOX_FULL`, which see).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too, as a direct message: the invitee's inbox remembers the key
@@ -3414,6 +3428,20 @@ type ClientInterface interface {
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
+	// Inbox share: when the recipient follows someone (`PUT
+	// /v1/me/following`), the messages and invites of senders they do
+	// not follow, which none of the recipient's platforms was
+	// delivered yet, hold at most half of the recipient's log
+	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+	// message is 409 `INBOX_FULL` and sends nothing, until a session of
+	// the recipient is delivered them, the recipient follows the sender,
+	// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+	// while a user is away cannot push out of the capped log what the
+	// users they follow, or the server, sent. The server's messages
+	// (API keys) and those of users the recipient follows are not
+	// counted nor refused, nor is anything sent to a user who follows
+	// no one (the oldest events are dropped at the cap, as before).
+	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too: the recipient's inbox remembers the keys of the messages
 	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
@@ -3450,6 +3478,20 @@ type ClientInterface interface {
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
+	//
+	// Inbox share: when the recipient follows someone (`PUT
+	// /v1/me/following`), the messages and invites of senders they do
+	// not follow, which none of the recipient's platforms was
+	// delivered yet, hold at most half of the recipient's log
+	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+	// message is 409 `INBOX_FULL` and sends nothing, until a session of
+	// the recipient is delivered them, the recipient follows the sender,
+	// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+	// while a user is away cannot push out of the capped log what the
+	// users they follow, or the server, sent. The server's messages
+	// (API keys) and those of users the recipient follows are not
+	// counted nor refused, nor is anything sent to a user who follows
+	// no one (the oldest events are dropped at the cap, as before).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too: the recipient's inbox remembers the keys of the messages
@@ -4350,7 +4392,11 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // that opened once holds back what it was not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`, whatever the event; replacing
+// `realsync_offline_dropped_total`, whatever the event, but for a
+// user who follows someone the events of senders they do not
+// follow, none of the user's platforms was delivered, hold at most
+// half of it: past that such a sender's message or invite is
+// refused, `INBOX_FULL`; replacing
 // sessions adds nothing to it, however often; the next session of a
 // platform whose undelivered events were dropped starts with
 // `resync: true`); each event expires
@@ -5131,7 +5177,9 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 // (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 // invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-// `rooms:write` (invites to any room, `from.server`).
+// `rooms:write` (invites to any room, `from.server`). Counted on the
+// invitee's share of strangers' events as a direct message (409
+// `INBOX_FULL`, which see).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too, as a direct message: the invitee's inbox remembers the key
@@ -5171,7 +5219,9 @@ func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, par
 // (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 // invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-// `rooms:write` (invites to any room, `from.server`).
+// `rooms:write` (invites to any room, `from.server`). Counted on the
+// invitee's share of strangers' events as a direct message (409
+// `INBOX_FULL`, which see).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too, as a direct message: the invitee's inbox remembers the key
@@ -5642,6 +5692,20 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
+// Inbox share: when the recipient follows someone (`PUT
+// /v1/me/following`), the messages and invites of senders they do
+// not follow, which none of the recipient's platforms was
+// delivered yet, hold at most half of the recipient's log
+// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+// message is 409 `INBOX_FULL` and sends nothing, until a session of
+// the recipient is delivered them, the recipient follows the sender,
+// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+// while a user is away cannot push out of the capped log what the
+// users they follow, or the server, sent. The server's messages
+// (API keys) and those of users the recipient follows are not
+// counted nor refused, nor is anything sent to a user who follows
+// no one (the oldest events are dropped at the cap, as before).
+//
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too: the recipient's inbox remembers the keys of the messages
 // sent to it for 10 minutes (its last 1 000 keyed messages), so the
@@ -5688,6 +5752,20 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
+//
+// Inbox share: when the recipient follows someone (`PUT
+// /v1/me/following`), the messages and invites of senders they do
+// not follow, which none of the recipient's platforms was
+// delivered yet, hold at most half of the recipient's log
+// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+// message is 409 `INBOX_FULL` and sends nothing, until a session of
+// the recipient is delivered them, the recipient follows the sender,
+// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+// while a user is away cannot push out of the capped log what the
+// users they follow, or the server, sent. The server's messages
+// (API keys) and those of users the recipient follows are not
+// counted nor refused, nor is anything sent to a user who follows
+// no one (the oldest events are dropped at the cap, as before).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too: the recipient's inbox remembers the keys of the messages
@@ -8518,7 +8596,11 @@ type ClientWithResponsesInterface interface {
 	// that opened once holds back what it was not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`, whatever the event; replacing
+	// `realsync_offline_dropped_total`, whatever the event, but for a
+	// user who follows someone the events of senders they do not
+	// follow, none of the user's platforms was delivered, hold at most
+	// half of it: past that such a sender's message or invite is
+	// refused, `INBOX_FULL`; replacing
 	// sessions adds nothing to it, however often; the next session of a
 	// platform whose undelivered events were dropped starts with
 	// `resync: true`); each event expires
@@ -9100,7 +9182,9 @@ type ClientWithResponsesInterface interface {
 	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-	// `rooms:write` (invites to any room, `from.server`).
+	// `rooms:write` (invites to any room, `from.server`). Counted on the
+	// invitee's share of strangers' events as a direct message (409
+	// `INBOX_FULL`, which see).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too, as a direct message: the invitee's inbox remembers the key
@@ -9130,7 +9214,9 @@ type ClientWithResponsesInterface interface {
 	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-	// `rooms:write` (invites to any room, `from.server`).
+	// `rooms:write` (invites to any room, `from.server`). Counted on the
+	// invitee's share of strangers' events as a direct message (409
+	// `INBOX_FULL`, which see).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too, as a direct message: the invitee's inbox remembers the key
@@ -9473,6 +9559,20 @@ type ClientWithResponsesInterface interface {
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
+	// Inbox share: when the recipient follows someone (`PUT
+	// /v1/me/following`), the messages and invites of senders they do
+	// not follow, which none of the recipient's platforms was
+	// delivered yet, hold at most half of the recipient's log
+	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+	// message is 409 `INBOX_FULL` and sends nothing, until a session of
+	// the recipient is delivered them, the recipient follows the sender,
+	// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+	// while a user is away cannot push out of the capped log what the
+	// users they follow, or the server, sent. The server's messages
+	// (API keys) and those of users the recipient follows are not
+	// counted nor refused, nor is anything sent to a user who follows
+	// no one (the oldest events are dropped at the cap, as before).
+	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too: the recipient's inbox remembers the keys of the messages
 	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
@@ -9509,6 +9609,20 @@ type ClientWithResponsesInterface interface {
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
+	//
+	// Inbox share: when the recipient follows someone (`PUT
+	// /v1/me/following`), the messages and invites of senders they do
+	// not follow, which none of the recipient's platforms was
+	// delivered yet, hold at most half of the recipient's log
+	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+	// message is 409 `INBOX_FULL` and sends nothing, until a session of
+	// the recipient is delivered them, the recipient follows the sender,
+	// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+	// while a user is away cannot push out of the capped log what the
+	// users they follow, or the server, sent. The server's messages
+	// (API keys) and those of users the recipient follows are not
+	// counted nor refused, nor is anything sent to a user who follows
+	// no one (the oldest events are dropped at the cap, as before).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
 	// 503 too: the recipient's inbox remembers the keys of the messages
@@ -13212,7 +13326,7 @@ type InviteToRoomResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *ConflictOrKeyInUse
+	ApplicationproblemJSON409 *InviteConflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -13264,7 +13378,7 @@ func (r InviteToRoomResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r InviteToRoomResponse) GetApplicationproblemJSON409() *ConflictOrKeyInUse {
+func (r InviteToRoomResponse) GetApplicationproblemJSON409() *InviteConflict {
 	return r.ApplicationproblemJSON409
 }
 
@@ -14501,7 +14615,7 @@ type SendDirectMessageResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *KeyInUse
+	ApplicationproblemJSON409 *InboxFullOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -14548,7 +14662,7 @@ func (r SendDirectMessageResponse) GetApplicationproblemJSON408() *RequestTimeou
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r SendDirectMessageResponse) GetApplicationproblemJSON409() *KeyInUse {
+func (r SendDirectMessageResponse) GetApplicationproblemJSON409() *InboxFullOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -15431,7 +15545,11 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // that opened once holds back what it was not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`, whatever the event; replacing
+// `realsync_offline_dropped_total`, whatever the event, but for a
+// user who follows someone the events of senders they do not
+// follow, none of the user's platforms was delivered, hold at most
+// half of it: past that such a sender's message or invite is
+// refused, `INBOX_FULL`; replacing
 // sessions adds nothing to it, however often; the next session of a
 // platform whose undelivered events were dropped starts with
 // `resync: true`); each event expires
@@ -16146,7 +16264,9 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 // (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 // invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-// `rooms:write` (invites to any room, `from.server`).
+// `rooms:write` (invites to any room, `from.server`). Counted on the
+// invitee's share of strangers' events as a direct message (409
+// `INBOX_FULL`, which see).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too, as a direct message: the invitee's inbox remembers the key
@@ -16182,7 +16302,9 @@ func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Conte
 // (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
 // invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-// `rooms:write` (invites to any room, `from.server`).
+// `rooms:write` (invites to any room, `from.server`). Counted on the
+// invitee's share of strangers' events as a direct message (409
+// `INBOX_FULL`, which see).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too, as a direct message: the invitee's inbox remembers the key
@@ -16609,6 +16731,20 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
+// Inbox share: when the recipient follows someone (`PUT
+// /v1/me/following`), the messages and invites of senders they do
+// not follow, which none of the recipient's platforms was
+// delivered yet, hold at most half of the recipient's log
+// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+// message is 409 `INBOX_FULL` and sends nothing, until a session of
+// the recipient is delivered them, the recipient follows the sender,
+// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+// while a user is away cannot push out of the capped log what the
+// users they follow, or the server, sent. The server's messages
+// (API keys) and those of users the recipient follows are not
+// counted nor refused, nor is anything sent to a user who follows
+// no one (the oldest events are dropped at the cap, as before).
+//
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too: the recipient's inbox remembers the keys of the messages
 // sent to it for 10 minutes (its last 1 000 keyed messages), so the
@@ -16651,6 +16787,20 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
+//
+// Inbox share: when the recipient follows someone (`PUT
+// /v1/me/following`), the messages and invites of senders they do
+// not follow, which none of the recipient's platforms was
+// delivered yet, hold at most half of the recipient's log
+// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+// message is 409 `INBOX_FULL` and sends nothing, until a session of
+// the recipient is delivered them, the recipient follows the sender,
+// or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+// while a user is away cannot push out of the capped log what the
+// users they follow, or the server, sent. The server's messages
+// (API keys) and those of users the recipient follows are not
+// counted nor refused, nor is anything sent to a user who follows
+// no one (the oldest events are dropped at the cap, as before).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
 // 503 too: the recipient's inbox remembers the keys of the messages
@@ -20609,7 +20759,7 @@ func ParseInviteToRoomResponse(rsp *http.Response) (*InviteToRoomResponse, error
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest ConflictOrKeyInUse
+		var dest InviteConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22004,7 +22154,7 @@ func ParseSendDirectMessageResponse(rsp *http.Response) (*SendDirectMessageRespo
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest KeyInUse
+		var dest InboxFullOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

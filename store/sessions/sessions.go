@@ -289,7 +289,8 @@ func (s *Sessions) Send(ctx context.Context, uid string, ev any) error {
 // (userlog.Log.Receipt).
 func (s *Sessions) SendOnce(ctx context.Context, uid string, ev any, once players.Once) (players.Sent, error) {
 	sent, err := s.cfg.Logs.SendEventOnce(ctx, uid, ev, userlog.Once{Key: once.Key, Digest: once.Digest,
-		AtMs: once.At.UnixMilli(), Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept})
+		AtMs: once.At.UnixMilli(), Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept,
+		From: once.From, Following: s.followingKey(uid)})
 	if err != nil {
 		return players.Sent{}, err
 	}

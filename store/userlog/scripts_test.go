@@ -15,7 +15,8 @@ var luaFiles embed.FS
 func TestScriptCallsMatchTheirLua(t *testing.T) {
 	k := Keys{Log: "l", Meta: "m", Cursors: "c", Channel: "ch"}
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
-		SendCall{K: k, PubCmd: "PUBLISH", MaxLen: 1, TTL: 1, Tag: "t", Event: []byte("{}")},
+		// a player's send: the recipient's following too (KEYS[7])
+		SendCall{K: k, PubCmd: "PUBLISH", MaxLen: 1, TTL: 1, Tag: "t", Event: []byte("{}"), Once: Once{From: "u", Following: "f"}},
 		AckCall{K: k, Platform: "pc", Tag: "t", Seq: 1, Margin: 1, TTL: 1},
 	}, scripttest.Prelude{})
 }

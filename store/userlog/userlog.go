@@ -13,6 +13,14 @@
 //     expired starts a new one, so a resume from the old one is a gap);
 //     the tag of a position without an entry (0, or trimmed) and of an
 //     older release's entries (without g);
+//   - the strangers' entries: a sorted set of the seqs (with when each was
+//     sent) of the events senders the user does not follow sent, and the
+//     history they are of: when the user follows someone, the events no
+//     platform of the user was delivered hold at most half of
+//     Config.MaxLen of them (Once.From;
+//     rooms.ErrInboxFull past it), so that strangers writing while the
+//     user is away cannot push the events of the users they follow, or
+//     the server's, out of the capped log; it expires with the log;
 //   - the delivery cursors: hash platform → the last seq a session of that
 //     platform delivered (Ack). A session that opens without
 //     Last-Event-ID gets what its platform has not been delivered yet, in
@@ -143,6 +151,7 @@ func (l *Log) Config() Config { return l.cfg }
 type Keys struct {
 	Log, Meta, Cursors, Channel string
 	Seen, SeenAt                string
+	Strangers                   string
 }
 
 // KeysOf returns uid's keys.
@@ -151,7 +160,7 @@ func (l *Log) KeysOf(uid string) Keys {
 	// the user id last, after a name of its own for each key: user ids may
 	// hold ":", so no key of one user can be another's
 	return Keys{Log: t + ":ulog:" + uid, Meta: t + ":ulogm:" + uid, Cursors: t + ":ulogc:" + uid,
-		Channel: t + ":uch:" + uid, Seen: t + ":ulogk:" + uid, SeenAt: t + ":ulogkt:" + uid}
+		Channel: t + ":uch:" + uid, Seen: t + ":ulogk:" + uid, SeenAt: t + ":ulogkt:" + uid, Strangers: t + ":ulogx:" + uid}
 }
 
 // NewTag is a new history's tag.
@@ -171,7 +180,7 @@ type SendCall struct {
 	// users (SendToMany): the log keeps the key, not the event.
 	Ref string
 	// Once, when its Key is set, sends the event once per key
-	// (SendEventOnce).
+	// (SendEventOnce); its From names the sender.
 	Once Once
 }
 
@@ -188,13 +197,29 @@ type Once struct {
 	Window      time.Duration
 	Kept        int
 	Renew       bool
+	// From is the sender's user id, a player's ("": the server's event, or
+	// the rooms'), and Following the key of the set of the users the
+	// recipient follows, in the recipient's slot: a sender not in it,
+	// when the recipient follows someone, is a stranger, whose events no
+	// platform of the recipient was delivered hold at most StrangersShare
+	// of the log (rooms.ErrInboxFull past it).
+	From, Following string
 }
+
+// StrangersShare is how many of a log of maxLen entries the events of
+// senders the user does not follow may hold while no platform of the user
+// was delivered them: half.
+func StrangersShare(maxLen int) int { return maxLen / 2 }
 
 func (SendCall) Script() *redisx.Script { return sendScript }
 func (c SendCall) KeysArgs() ([]string, []any) {
-	return []string{c.K.Log, c.K.Meta, c.K.Cursors, c.K.Seen, c.K.SeenAt},
-		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref,
-			c.Once.Key, c.Once.Digest, c.Once.AtMs, c.Once.Window.Milliseconds(), c.Once.Kept, renew(c.Once.Renew)}
+	keys := []string{c.K.Log, c.K.Meta, c.K.Cursors, c.K.Seen, c.K.SeenAt, c.K.Strangers}
+	if c.Once.From != "" {
+		keys = append(keys, c.Once.Following)
+	}
+	return keys, []any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref,
+		c.Once.Key, c.Once.Digest, c.Once.AtMs, c.Once.Window.Milliseconds(), c.Once.Kept, renew(c.Once.Renew),
+		c.Once.From, StrangersShare(c.MaxLen)}
 }
 
 // renew is Once.Renew as user_send takes it.
@@ -267,7 +292,7 @@ type Run func(ctx context.Context, c redisx.Call) (any, error)
 // redisx.Wrap'd; run's are returned as they are); returns where it landed
 // (the send's time: once.AtMs, or the first send's when once.Key was
 // known, and then the first's seq and tag). Errors: rooms.ErrKeyReused,
-// the store's.
+// rooms.ErrInboxFull (once.From a stranger's), the store's.
 func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string, once Once, run Run) (Sent, error) {
 	call := SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
 		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref, Once: once}
@@ -291,6 +316,9 @@ func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string
 	}
 	if len(res) == 1 && res[0] == "KEY_REUSED" {
 		return Sent{}, rooms.ErrKeyReused
+	}
+	if len(res) == 1 && res[0] == "INBOX_FULL" {
+		return Sent{}, rooms.ErrInboxFull
 	}
 	if !ok {
 		return Sent{}, fmt.Errorf("userlog: unexpected reply %v", res)
@@ -319,7 +347,9 @@ func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) 
 // SendEventOnce is SendEvent once per once.Key (none: every time): when uid's inbox remembers
 // the key (once.Window, its last once.Kept keys), nothing is sent and the
 // first send's seq, time (ms) and tag are returned, or rooms.ErrKeyReused
-// when its digest differs; else the event is sent, with once.AtMs.
+// when its digest differs; else the event is sent, with once.AtMs, unless
+// once.From is a stranger's whose share of the log is full
+// (rooms.ErrInboxFull).
 func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) (Sent, error) {
 	return l.SendEventOnceBy(ctx, uid, ev, once, nil)
 }

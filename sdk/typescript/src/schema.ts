@@ -1082,7 +1082,11 @@ export interface paths {
          *     that opened once holds back what it was not delivered. The log holds at
          *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
          *     oldest are dropped, counted by
-         *     `realsync_offline_dropped_total`, whatever the event; replacing
+         *     `realsync_offline_dropped_total`, whatever the event, but for a
+         *     user who follows someone the events of senders they do not
+         *     follow, none of the user's platforms was delivered, hold at most
+         *     half of it: past that such a sender's message or invite is
+         *     refused, `INBOX_FULL`; replacing
          *     sessions adds nothing to it, however often; the next session of a
          *     platform whose undelivered events were dropped starts with
          *     `resync: true`); each event expires
@@ -1292,6 +1296,20 @@ export interface paths {
          *     recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
          *     `from.server`).
          *
+         *     Inbox share: when the recipient follows someone (`PUT
+         *     /v1/me/following`), the messages and invites of senders they do
+         *     not follow, which none of the recipient's platforms was
+         *     delivered yet, hold at most half of the recipient's log
+         *     (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
+         *     message is 409 `INBOX_FULL` and sends nothing, until a session of
+         *     the recipient is delivered them, the recipient follows the sender,
+         *     or they expire (`REALSYNC_OFFLINE_TTL`). So strangers writing
+         *     while a user is away cannot push out of the capped log what the
+         *     users they follow, or the server, sent. The server's messages
+         *     (API keys) and those of users the recipient follows are not
+         *     counted nor refused, nor is anything sent to a user who follows
+         *     no one (the oldest events are dropped at the cap, as before).
+         *
          *     Safe to retry with an `Idempotency-Key` (see the parameter), after a
          *     503 too: the recipient's inbox remembers the keys of the messages
          *     sent to it for 10 minutes (its last 1 000 keyed messages), so the
@@ -1338,7 +1356,9 @@ export interface paths {
          *     (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
          *     invitee follows when they follow the caller), and on the caller's
          *     `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
-         *     `rooms:write` (invites to any room, `from.server`).
+         *     `rooms:write` (invites to any room, `from.server`). Counted on the
+         *     invitee's share of strangers' events as a direct message (409
+         *     `INBOX_FULL`, which see).
          *
          *     Safe to retry with an `Idempotency-Key` (see the parameter), after a
          *     503 too, as a direct message: the invitee's inbox remembers the key
@@ -1671,7 +1691,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL" | "PARTY_CONSENT_REQUIRED" | "PARTY_NOT_FOUND";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL" | "PARTY_CONSENT_REQUIRED" | "PARTY_NOT_FOUND" | "INBOX_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2644,8 +2664,18 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key` is still running (with `Retry-After`). */
-        KeyInUse: {
+        /** @description `INBOX_FULL`: the recipient follows others but not the caller, and the events of such senders none of the recipient's platforms was delivered hold half of the recipient's log (see `POST /v1/users/{userId}/messages`); or `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key` is still running (with `Retry-After`). */
+        InboxFullOrKeyInUse: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `ROOM_FINISHED` (see `Conflict`), `INBOX_FULL` (see `InboxFullOrKeyInUse`), or `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key` is still running (with `Retry-After`). */
+        InviteConflict: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
@@ -4704,7 +4734,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["KeyInUse"];
+            409: components["responses"]["InboxFullOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidOrKeyReused"];
@@ -4834,7 +4864,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["ConflictOrKeyInUse"];
+            409: components["responses"]["InviteConflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidOrKeyReused"];

@@ -32,8 +32,18 @@
 --          the last keyed send
 -- ARGV[13] "1": a send of a remembered key renews both key sets' expiry
 --          (a write, for a WAIT after the call), "0": it writes nothing
+-- ARGV[14] the sender's user id ("": the server's or the rooms' event) and,
+--          when set, KEYS[7] the set of the users the user follows: a
+--          sender not in it (when it exists) is a stranger, whose events no platform of the
+--          user was delivered hold at most ARGV[15] entries of the log (a
+--          stranger's send past that is refused, INBOX_FULL), so that
+--          strangers writing while the user is away cannot push what the
+--          users they follow sent, or the server, out of the capped log.
+--          KEYS[6] the strangers' entries: a sorted set of "<seq> <ms
+--          sent>" scored by seq, and "h <history tag>" scored 0, the
+--          history its entries are of (another's, or none: no entries)
 -- Reply: {"OK", seq, dropped, ms sent, the tag of its write, the log's
---        history tag} | {"KEY_REUSED"}; a remembered key's tag is its
+--        history tag} | {"KEY_REUSED"} | {"INBOX_FULL"}; a remembered key's tag is its
 --        entry's ("" once trimmed): with the seq and the history it names
 --        the write (a receipt, which a replay of the key's answer checks,
 --        store/idempotency)
@@ -61,6 +71,36 @@ if key ~= '' then -- sent already, within the window (by the Redis clock): the f
   end
 end
 local m = redis.call('HMGET', meta, 'seq', 'tag')
+-- a stranger: a sender the user does not follow, when the user follows
+-- someone (a user who follows no one, a game that does not use it, keeps
+-- the cap's oldest-first drop alone)
+local strangers = KEYS[6]
+local stranger = ARGV[14] ~= '' and redis.call('SISMEMBER', KEYS[7], ARGV[14]) == 0 and redis.call('EXISTS', KEYS[7]) == 1
+if stranger and m[1] and m[2] and redis.call('ZSCORE', strangers, 'h ' .. m[2]) then
+  -- what no platform was delivered: past the highest cursor (all of it
+  -- when none has one)
+  local high, share = 0, tonumber(ARGV[15])
+  for _, v in ipairs(redis.call('HVALS', cur)) do high = math.max(high, tonumber(v)) end
+  if redis.call('ZCOUNT', strangers, high + 1, '+inf') >= share then
+    -- not counted: the entries the cap dropped, and those expired (sent
+    -- a TTL ago: readers skip them); then count again
+    local T = redis.call('TIME')
+    local ms = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+    local first = redis.call('XRANGE', log, '-', '+', 'COUNT', 1)[1]
+    redis.call('ZREMRANGEBYSCORE', strangers, 1, '(' .. (first and string.match(first[1], '^(%d+)') or tonumber(m[1]) + 1))
+    local expired, page = ms - tonumber(ARGV[4]), 128
+    for _ = 0, share, page do -- the oldest first: a page expired whole is gone, so the next page is the first again
+      local old, gone = redis.call('ZRANGEBYSCORE', strangers, 1, '+inf', 'LIMIT', 0, page), {}
+      for _, e in ipairs(old) do
+        if tonumber(string.match(e, ' (%d+)$')) > expired then break end
+        gone[#gone + 1] = e
+      end
+      if #gone > 0 then redis.call('ZREM', strangers, unpack(gone)) end
+      if #gone < #old or #old < page then break end
+    end
+    if redis.call('ZCOUNT', strangers, high + 1, '+inf') >= share then return {'INBOX_FULL'} end
+  end
+end
 if not (m[1] and m[2]) then
   -- the meta first: out of memory (maxmemory, noeviction) Redis refuses
   -- a script's write only while the script has changed nothing yet (a DEL
@@ -90,6 +130,18 @@ if dropped > 0 then
     local gone = first and tonumber(string.match(first[1], '^(%d+)')) - 1 or seq -- the last seq dropped
     dropped = math.min(dropped, math.max(0, gone - low))
   end
+end
+if stranger then
+  -- its entry counted among the strangers' (of this history: a set of
+  -- another starts anew), those the cap dropped forgotten
+  if not redis.call('ZSCORE', strangers, 'h ' .. m[2]) then
+    redis.call('DEL', strangers)
+    redis.call('ZADD', strangers, 0, 'h ' .. m[2])
+  end
+  local T = redis.call('TIME')
+  redis.call('ZADD', strangers, seq, seq .. ' ' .. (tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)))
+  redis.call('ZREMRANGEBYSCORE', strangers, 1, '(' .. (seq - tonumber(ARGV[3]) + 1))
+  redis.call('PEXPIRE', strangers, ARGV[4])
 end
 redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. ARGV[5] .. ' ' .. ev)
 redis.call('PEXPIRE', log, ARGV[4])
