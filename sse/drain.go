@@ -8,15 +8,18 @@ import (
 
 // A shutdown ends the instance's streams over Config.ShutdownSpread, not
 // all at once (SSE-NOTES' graceful shutdown; NATS' lame-duck mode does
-// the same with its clients): each stream ends at a uniformly random time
-// within the spread, with the short jittered retry of any shutdown's end
-// (EndShutdown), so its client resumes with Last-Event-ID on another
-// instance. Ended at once, 10 000 streams came back to the other instances
-// within the retry's 1.5 s, each with a stream token's request and an
-// opening (a snapshot or a replay): 6 700 openings a second on top of
-// their own load. Over a 10 s spread it is a tenth of that. What a stream
-// opened meanwhile (a request that was under way) ends with the rest at
-// the spread's end.
+// the same with its clients): in a random order, evenly over the spread
+// (the last at its end), each with the short jittered retry of any
+// shutdown's end (EndShutdown), so its client resumes with Last-Event-ID
+// on another instance. Ended at once, 10 000 streams came back to the
+// other instances within the retry's 1.5 s, each with a stream token's
+// request and an opening (a snapshot or a replay): about 6 700 openings a
+// second on top of their own load; over a 10 s spread, about 1 000. A
+// spread ends at least Config.ShutdownRate streams a second, so an
+// instance of few streams ends them at once (50 streams: within half a
+// second) rather than holding its shutdown for the whole spread. What a
+// stream opened meanwhile (a request that was under way) ends with the
+// rest at the spread's end.
 
 // spreadTick is how often a shutdown's spread ends the streams due by
 // then.
@@ -27,9 +30,10 @@ const spreadTick = 100 * time.Millisecond
 // it).
 type ender interface{ end(why string) }
 
-// spreadEnds ends the streams open now over spread (see above), in a
-// random order; it returns once the last one was told to end, or when ctx
-// ends first (the rest then end with the hub's close).
+// spreadEnds ends the streams open now over spread, or less at
+// Config.ShutdownRate (see above), in a random order; it returns once the
+// last one was told to end, or when ctx ends first (the rest then end
+// with the hub's close).
 func (h *Hub) spreadEnds(ctx context.Context, spread time.Duration) {
 	h.mu.Lock()
 	all := make([]ender, 0, len(h.lines)+len(h.looped))
@@ -40,14 +44,21 @@ func (h *Hub) spreadEnds(ctx context.Context, spread time.Duration) {
 		all = append(all, hd)
 	}
 	h.mu.Unlock()
-	if len(all) == 0 {
+	if len(all) == 0 || ctx.Err() != nil {
 		return
 	}
+	spread = spreadOf(len(all), spread, h.cfg.ShutdownRate)
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	h.cfg.Log.Info("sse: ending the streams over the shutdown's spread", "streams", len(all), "spread", spread)
 	t := time.NewTicker(spreadTick)
 	defer t.Stop()
 	endOver(ctx, all, spread, time.Now(), t.C)
+}
+
+// spreadOf is how long n streams take to end over spread at rate streams
+// a second at least: spread, or less for fewer than spread·rate.
+func spreadOf(n int, spread time.Duration, rate int) time.Duration {
+	return min(spread, time.Duration(n)*time.Second/time.Duration(rate))
 }
 
 // endOver ends all in order over spread from start: at each tick, as

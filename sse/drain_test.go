@@ -39,6 +39,29 @@ func TestDue(t *testing.T) {
 	}
 }
 
+// A spread ends at least its rate of streams a second: fewer streams end
+// within less than the spread.
+func TestSpreadOf(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		spread time.Duration
+		rate   int
+		want   time.Duration
+	}{
+		{10_000, 10 * time.Second, 100, 10 * time.Second},
+		{1000, 10 * time.Second, 100, 10 * time.Second},
+		{999, 10 * time.Second, 100, 9990 * time.Millisecond},
+		{50, 10 * time.Second, 100, 500 * time.Millisecond},
+		{1, 10 * time.Second, 100, 10 * time.Millisecond},
+		{12, 2 * time.Second, 1, 2 * time.Second},
+		{1_000_000, 10 * time.Minute, 100, 10 * time.Minute},
+	} {
+		if got := sse.SpreadOf(tc.n, tc.spread, tc.rate); got != tc.want {
+			t.Errorf("spreadOf(%d, %s, %d) = %s, want %s", tc.n, tc.spread, tc.rate, got, tc.want)
+		}
+	}
+}
+
 // endOver ends the streams in their order, as many as are due at each
 // tick, each for a shutdown, every one by the first tick past the spread,
 // and none twice.
@@ -68,15 +91,16 @@ func TestEndOverEndsTheDueAtEachTick(t *testing.T) {
 	}
 }
 
-// Close with a ShutdownSpread ends the streams open then at random times
-// over it, not at once, each with the shutdown's retry line of 0.5 to 2 s:
+// Close with a ShutdownSpread ends the streams open then in a random
+// order over it, not at once (a rate of 1 a second, so that 12 streams
+// take the whole spread), each with the shutdown's retry line of 0.5 to 2 s:
 // room and lobby streams alike. None ends before its share of the spread
 // is due (the first a twelfth of it in), the last not before the spread
 // is over, and the first well before the last.
 func TestCloseSpreadsTheStreamsEnds(t *testing.T) {
 	const spread = 2 * time.Second
 	b := redistest.Backends(t)[0]
-	e := newEnv(t, b, func(c *sse.Config) { c.ShutdownSpread = spread })
+	e := newEnv(t, b, func(c *sse.Config) { c.ShutdownSpread, c.ShutdownRate = spread, 1 })
 	id := e.room(t, alice, bob)
 	type open struct {
 		cl   *client
@@ -92,14 +116,10 @@ func TestCloseSpreadsTheStreamsEnds(t *testing.T) {
 	for range 2 {
 		cl := newClient()
 		_, done := e.serveLobby(t, alice, cl)
-		for len(cl.all()) == 0 {
-			<-cl.got
-		}
+		waitUntil(t, "the lobby stream's first event", func() bool { return len(cl.all()) > 0 })
 		opens = append(opens, open{cl, done})
 	}
-	for sse.LoopedStreams(e.hub) != len(opens) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "every stream looped", func() bool { return sse.LoopedStreams(e.hub) == len(opens) })
 	began := time.Now()
 	closed := make(chan struct{})
 	go func() {
@@ -135,4 +155,28 @@ func TestCloseSpreadsTheStreamsEnds(t *testing.T) {
 	for i, o := range opens {
 		endsWithShutdownRetry(t, i, o.cl)
 	}
+}
+
+// At the default rate (100 a second) a few streams end within a fraction
+// of the spread: a shutdown is not held for the whole of it.
+func TestCloseEndsFewStreamsSoon(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	e := newEnv(t, b, func(c *sse.Config) { c.ShutdownSpread = time.Minute })
+	id := e.room(t, alice)
+	var dones []chan error
+	for range 3 {
+		cl := newClient()
+		_, done := e.serve(t, alice, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 1)
+		dones = append(dones, done)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		e.hub.Close()
+		closed <- nil
+	}()
+	for _, d := range dones {
+		wait(t, d, "a stream of three within a minute's spread")
+	}
+	wait(t, closed, "Close of three streams within a minute's spread")
 }

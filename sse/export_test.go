@@ -17,6 +17,10 @@ func LoopedStreams(h *Hub) int {
 // lobby subscription reconnected (notices lost meanwhile).
 func LobbyResync(h *Hub) { h.lobbyResync() }
 
+// SpreadOf is spreadOf: how long n streams take to end over spread at
+// rate a second at least.
+func SpreadOf(n int, spread time.Duration, rate int) time.Duration { return spreadOf(n, spread, rate) }
+
 // Due is due: how many of n streams ending over spread have ended after
 // elapsed.
 func Due(n int, elapsed, spread time.Duration) int { return due(n, elapsed, spread) }

@@ -63,10 +63,18 @@ type Config struct {
 	AfterBurst func(openings int64)
 	// BurstOpenings: how many openings make a burst; default 1000.
 	BurstOpenings int
-	// ShutdownSpread: Close ends the streams open then at random times
+	// ShutdownSpread: Close ends the streams open then in a random order
 	// over this long, not all at once (drain.go); 0 ends them at once.
 	ShutdownSpread time.Duration
+	// ShutdownRate: the fewest streams a second the spread ends (fewer
+	// streams end within less than the spread); default
+	// DefaultShutdownRate.
+	ShutdownRate int
 }
+
+// DefaultShutdownRate is Config.ShutdownRate's default: 100 streams a
+// second, a few of an instance's openings at once.
+const DefaultShutdownRate = 100
 
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
@@ -85,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BurstOpenings <= 0 {
 		c.BurstOpenings = defaultBurstOpenings
+	}
+	if c.ShutdownRate <= 0 {
+		c.ShutdownRate = DefaultShutdownRate
 	}
 	if c.Instance == "" {
 		b := make([]byte, 4)
@@ -159,8 +170,8 @@ func NewHub(cfg Config) *Hub {
 // (their store calls are cancelled). Each stream ends with a retry line of
 // 0.5 to 2 s, jittered so its clients do not all reconnect at once, then
 // resumes (on another instance) with Last-Event-ID; with a ShutdownSpread,
-// the streams open then end at random times over it first, and the rest
-// (opened meanwhile) at its end. Close returns without
+// the streams open then end in a random order over it first (or less:
+// ShutdownRate), and the rest (opened meanwhile) at its end. Close returns without
 // waiting for the streams' handlers to return; it waits (a few seconds at
 // most, closeWait) for the streams it took over (Detacher) to be ended and
 // their leases released, since the HTTP server no longer knows of them.
@@ -201,7 +212,7 @@ func (h *Hub) CloseContext(ctx context.Context) error {
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("sse: the hub's close was left running (its streams' lease releases): %w", ctx.Err())
+		return fmt.Errorf("sse: the hub's close was left running (its streams' ends and lease releases): %w", ctx.Err())
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -257,6 +258,43 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		in.cmd.Process.Kill()
 		t.Fatal("realsyncd still running 15 s after SIGTERM")
+	}
+}
+
+// A second SIGTERM (or Ctrl-C) during a shutdown ends the process at
+// once, as a killed instance's: what held the shutdown (here a request
+// whose body never comes, within a minute's REALSYNC_SHUTDOWN_TIMEOUT) is
+// not waited for.
+func TestSecondSignalEndsAShutdown(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_SHUTDOWN_TIMEOUT=60s")...)
+	tok := guest(t, in, "slow")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", tok)
+	time.Sleep(300 * time.Millisecond) // the request is being read
+	in.once.Do(func() {})              // this test stops the process itself
+	in.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "the shutdown's start", func() bool { return strings.Contains(in.logText(), "shutting down") })
+	select {
+	case err := <-in.exited:
+		t.Fatalf("the instance exited (%v) before its shutdown's time, with a request held", err)
+	case <-time.After(time.Second):
+	}
+	in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-in.exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("exit %v after a second SIGTERM, want killed by it", err)
+		}
+	case <-time.After(15 * time.Second):
+		in.cmd.Process.Kill()
+		t.Fatal("realsyncd still running 15 s after a second SIGTERM")
 	}
 }
 

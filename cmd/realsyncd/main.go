@@ -64,6 +64,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// a second signal, during the shutdown, ends the process at once (a
+	// second Ctrl-C skips the streams' spread), as a killed instance's
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := Run(ctx, cfg, log, nil); err != nil {
 		log.Error("realsyncd stopped", "err", err)
 		os.Exit(1)
@@ -174,8 +180,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m, AfterBurst: cfg.afterBurst(log),
 		ShutdownSpread: cfg.SSEShutdownSpread})
 	// shutdown closes the hub within REALSYNC_SHUTDOWN_TIMEOUT; a return
-	// before it (a failed start) closes it here
-	closeHub := hub.Close
+	// before it (a failed start, a listener that failed) closes it here,
+	// within as long
+	closeHub := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		_ = hub.CloseContext(ctx)
+	}
 	defer func() { closeHub() }()
 	mm := cfg.matchmakingConfig(st, m)
 	ticketService, err := matchmaking.NewService(mm)
@@ -335,13 +346,14 @@ wait:
 // closes the store.
 const cutGrace = time.Second
 
-// shutdown stops accepting connections, ends every event stream (over the
+// shutdown stops accepting connections, stops the background loops and
+// leaves the instance registry, ends every event stream (over the
 // hub's ShutdownSpread, each with
 // a short jittered retry line, so its client resumes on another instance
 // with Last-Event-ID, and its presence lease released: a player whose
 // client is not back within the presence debounce is then shown
 // player_disconnected, and a user whose personal stream's client is not
-// back within it user_offline; one back within it shows nothing), stops the background loops, waits for the
+// back within it user_offline; one back within it shows nothing), waits for the
 // requests in flight, those that run on after their client left for
 // their Idempotency-Key among them (drain: srv.Shutdown does not wait for
 // them over HTTP/2), and closes the store: all within timeout. Past it
@@ -360,11 +372,15 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 	// Both within the deadline, Redis answering or not: what they could not
 	// do by then (streams' presence, the registry entry) lapses, as a
 	// killed instance's does, and a warning says so.
+	// The background stops (the instance leaves the registry) at once,
+	// while the streams end over the hub's spread.
+	background := make(chan bool, 1)
+	go func() { background <- doneWithin(ctx, func() { stopBackground(ctx) }) }()
 	var overran []string
 	if err := hub.CloseContext(ctx); err != nil {
 		overran = append(overran, "the event streams' close ("+err.Error()+"; their presence leases lapse after REALSYNC_PRESENCE_TTL)")
 	}
-	if !doneWithin(ctx, func() { stopBackground(ctx) }) {
+	if !<-background {
 		overran = append(overran, "the janitor's stop and the instance registry's leave")
 	}
 	err := <-done

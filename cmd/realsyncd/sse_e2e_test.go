@@ -583,19 +583,20 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 }
 
-// SIGTERM ends the instance's streams at random times over
+// SIGTERM ends the instance's streams in a random order over
 // REALSYNC_SSE_SHUTDOWN_SPREAD (here its default: a third of a 9 s
-// REALSYNC_SHUTDOWN_TIMEOUT), not at once: plain HTTP/1.1 room streams,
-// taken over by the hub. None ends before its share of the spread was due,
-// the last not before the spread is over, the first well before it; each
-// with the short retry hint; the instance takes no new connection
-// meanwhile, so each client resumes on the other instance, missing
-// nothing; and the instance exits cleanly.
+// REALSYNC_SHUTDOWN_TIMEOUT, 3 s), not at once, at least 100 a second (so
+// 100 streams over 1 s): plain HTTP/1.1 room streams, taken over by the
+// hub. None ends before its share of the spread was due, the last not
+// before the spread is over, the first well before it; each with the
+// short retry hint; the instance takes no new connection and leaves the
+// instance list meanwhile, so each client resumes on the other instance,
+// missing nothing; and the instance exits cleanly.
 func TestShutdownSpreadsStreamEnds(t *testing.T) {
 	t.Parallel()
-	const n, spread = 12, 3 * time.Second
+	const n, spread = 100, time.Second // min(3 s, n / 100 a second)
 	bin := buildBinary(t)
-	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s", "REALSYNC_SHUTDOWN_TIMEOUT=9s",
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s", "REALSYNC_SHUTDOWN_TIMEOUT=9s", "REALSYNC_ADMIN_TOKEN="+e2eAdminToken, "REALSYNC_RATE_LIMITS=off",
 		"REALSYNC_SSE_SHUTDOWN_SPREAD=") // unset: launchCmd's 0 undone
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	id, toks := party(t, a, n-1)
@@ -631,6 +632,12 @@ func TestShutdownSpreadsStreamEnds(t *testing.T) {
 		res.Body.Close()
 		t.Errorf("a new connection to the instance shutting down was served (%d)", res.StatusCode)
 	}
+	waitInstances(t, b, 10*time.Second, "the instance shutting down gone from the list", func(l map[string]map[string]any) bool { return len(l) == 1 })
+	select {
+	case <-stopped:
+		t.Error("the instance left the instance list only as it exited, not at the spread's start")
+	default:
+	}
 	<-stopped
 	patch(t, b, id, toks[0], map[string]any{"after": "shutdown"})
 	final := roomVersion(t, b, id, toks[0])
@@ -662,7 +669,7 @@ func TestShutdownSpreadsStreamEnds(t *testing.T) {
 	if last-first < spread/2 {
 		t.Errorf("the streams ended within %s of each other, want them spread over %s", last-first, spread)
 	}
-	if logs := a.logText(); !strings.Contains(logs, "spread=3s") || !strings.Contains(logs, "ending the streams over the shutdown's spread") {
+	if logs := a.logText(); !strings.Contains(logs, "spread=3s") || !strings.Contains(logs, "ending the streams over the shutdown's spread\" streams=100 spread=1s") {
 		t.Errorf("the shutdown's log does not name the spread:\n%s", grep(logs, "shutdown"))
 	}
 }

@@ -2987,8 +2987,8 @@ type ClientInterface interface {
 	// cannot keep up (more than 256 events queued on the server, beyond
 	// what the connection's buffers (the kernel's, a proxy's) hold
 	// already, which can be thousands more: it resumes with
-	// `Last-Event-ID`), when the instance shuts down (at a random time
-	// within `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
+	// `Last-Event-ID`), when the instance shuts down (in a random order
+	// over `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
 	// instance's clients do not all come back at once; last a `retry:`
 	// line of 500 to 2000 ms, jittered: the client resumes on another
 	// instance), and at the stream's lifetime (`REALSYNC_SSE_MAX_LIFETIME`,
@@ -5091,8 +5091,8 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // cannot keep up (more than 256 events queued on the server, beyond
 // what the connection's buffers (the kernel's, a proxy's) hold
 // already, which can be thousands more: it resumes with
-// `Last-Event-ID`), when the instance shuts down (at a random time
-// within `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
+// `Last-Event-ID`), when the instance shuts down (in a random order
+// over `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
 // instance's clients do not all come back at once; last a `retry:`
 // line of 500 to 2000 ms, jittered: the client resumes on another
 // instance), and at the stream's lifetime (`REALSYNC_SSE_MAX_LIFETIME`,
@@ -9104,8 +9104,8 @@ type ClientWithResponsesInterface interface {
 	// cannot keep up (more than 256 events queued on the server, beyond
 	// what the connection's buffers (the kernel's, a proxy's) hold
 	// already, which can be thousands more: it resumes with
-	// `Last-Event-ID`), when the instance shuts down (at a random time
-	// within `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
+	// `Last-Event-ID`), when the instance shuts down (in a random order
+	// over `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
 	// instance's clients do not all come back at once; last a `retry:`
 	// line of 500 to 2000 ms, jittered: the client resumes on another
 	// instance), and at the stream's lifetime (`REALSYNC_SSE_MAX_LIFETIME`,
@@ -16180,8 +16180,8 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // cannot keep up (more than 256 events queued on the server, beyond
 // what the connection's buffers (the kernel's, a proxy's) hold
 // already, which can be thousands more: it resumes with
-// `Last-Event-ID`), when the instance shuts down (at a random time
-// within `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
+// `Last-Event-ID`), when the instance shuts down (in a random order
+// over `REALSYNC_SSE_SHUTDOWN_SPREAD`, 10 s by default, so that an
 // instance's clients do not all come back at once; last a `retry:`
 // line of 500 to 2000 ms, jittered: the client resumes on another
 // instance), and at the stream's lifetime (`REALSYNC_SSE_MAX_LIFETIME`,
