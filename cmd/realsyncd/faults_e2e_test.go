@@ -228,6 +228,20 @@ func TestOutageLogsAreBounded(t *testing.T) {
 	}
 }
 
+// hangARequest sends in a request whose body never comes, and lets in
+// start reading it; its connection is closed when the test ends.
+func hangARequest(t *testing.T, in *instance) {
+	t.Helper()
+	tok := guest(t, in, "slow")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", tok)
+	time.Sleep(300 * time.Millisecond) // the request is being read
+}
+
 // SIGTERM while a request hangs (its body never comes): the instance still
 // exits within REALSYNC_SHUTDOWN_TIMEOUT, saying it cut the request.
 func TestShutdownTimeoutBoundsExit(t *testing.T) {
@@ -235,14 +249,7 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 	// instances on the same cores would stretch
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_SHUTDOWN_TIMEOUT=2s")...)
-	tok := guest(t, in, "slow")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", tok)
-	time.Sleep(300 * time.Millisecond) // the request is being read
+	hangARequest(t, in)
 	began := time.Now()
 	in.once.Do(func() {}) // this test stops the process itself
 	in.cmd.Process.Signal(syscall.SIGTERM)
@@ -269,15 +276,8 @@ func TestSecondSignalEndsAShutdown(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_SHUTDOWN_TIMEOUT=60s")...)
-	tok := guest(t, in, "slow")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", tok)
-	time.Sleep(300 * time.Millisecond) // the request is being read
-	in.once.Do(func() {})              // this test stops the process itself
+	hangARequest(t, in)
+	in.once.Do(func() {}) // this test stops the process itself
 	in.cmd.Process.Signal(syscall.SIGTERM)
 	waitFor(t, 10*time.Second, "the shutdown's start", func() bool { return strings.Contains(in.logText(), "shutting down") })
 	select {
