@@ -557,13 +557,20 @@ func keepRateLimitHeaders(h http.Header) (restore func()) {
 // messages limit, each sender at most half: the inbox of the senders to
 // follows ("&" + to) when to follows the caller, else the inbox of the
 // others ("@" + to; neither character starts a room id). So strangers
-// flooding a user leave the rate of the users they follow whole. One
+// flooding a user leave the rate of the users they follow whole; the
+// game's server (an API key) counts with the users to follows, not with
+// the strangers, whose flood would otherwise refuse its notices. One
 // SISMEMBER in to's slot, made only when the limit is on and its checks
 // are not paused (count), bounded as a check is (limiterTimeout); a
 // failed or slow lookup counts on the others' inbox.
 func (s *Server) inboxCheck(r *http.Request, to string) limits.Check {
-	from := userFrom(r.Context()).ID
+	u := userFrom(r.Context())
+	from := u.ID
 	c := limits.Check{Name: "messages", Scope: limits.Room, Subject: "@" + to, Member: from, Limit: s.limits.set.Get("messages", limits.Room)}
+	if u.Server {
+		c.Subject = "&" + to
+		return c
+	}
 	if c.Limit.Zero() || from == "" || s.players == nil || time.Now().UnixNano() < s.limits.pausedUntil.Load() {
 		return c
 	}

@@ -41,7 +41,7 @@ var (
 	// REALSYNC_OFFLINE_MAX): a direct message or an
 	// invite of such a sender is refused until the recipient reads them,
 	// follows the sender, or they expire.
-	ErrInboxFull = errors.New("the recipient's inbox holds as many undelivered events of users they do not follow as it takes")
+	ErrInboxFull = errors.New("the recipient's inbox holds as many unread messages and invites from others as it takes; send again once they have read some")
 	// ErrKeyReused: an Idempotency-Key used again with another request.
 	ErrKeyReused = errors.New("idempotency key used with another request")
 )

@@ -3420,9 +3420,9 @@ type ClientInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-	// it), the users the recipient follows (`PUT /v1/me/following`) on
-	// an inbox of their own of the same rate, so that strangers who
-	// use one up leave the other whole; besides the caller's
+	// it), the users the recipient follows (`PUT /v1/me/following`) and
+	// the server (API keys) on an inbox of their own of the same rate,
+	// so that strangers who use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -3471,9 +3471,9 @@ type ClientInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-	// it), the users the recipient follows (`PUT /v1/me/following`) on
-	// an inbox of their own of the same rate, so that strangers who
-	// use one up leave the other whole; besides the caller's
+	// it), the users the recipient follows (`PUT /v1/me/following`) and
+	// the server (API keys) on an inbox of their own of the same rate,
+	// so that strangers who use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -5684,9 +5684,9 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-// it), the users the recipient follows (`PUT /v1/me/following`) on
-// an inbox of their own of the same rate, so that strangers who
-// use one up leave the other whole; besides the caller's
+// it), the users the recipient follows (`PUT /v1/me/following`) and
+// the server (API keys) on an inbox of their own of the same rate,
+// so that strangers who use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -5745,9 +5745,9 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-// it), the users the recipient follows (`PUT /v1/me/following`) on
-// an inbox of their own of the same rate, so that strangers who
-// use one up leave the other whole; besides the caller's
+// it), the users the recipient follows (`PUT /v1/me/following`) and
+// the server (API keys) on an inbox of their own of the same rate,
+// so that strangers who use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -9551,9 +9551,9 @@ type ClientWithResponsesInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-	// it), the users the recipient follows (`PUT /v1/me/following`) on
-	// an inbox of their own of the same rate, so that strangers who
-	// use one up leave the other whole; besides the caller's
+	// it), the users the recipient follows (`PUT /v1/me/following`) and
+	// the server (API keys) on an inbox of their own of the same rate,
+	// so that strangers who use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -9602,9 +9602,9 @@ type ClientWithResponsesInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-	// it), the users the recipient follows (`PUT /v1/me/following`) on
-	// an inbox of their own of the same rate, so that strangers who
-	// use one up leave the other whole; besides the caller's
+	// it), the users the recipient follows (`PUT /v1/me/following`) and
+	// the server (API keys) on an inbox of their own of the same rate,
+	// so that strangers who use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -16723,9 +16723,9 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-// it), the users the recipient follows (`PUT /v1/me/following`) on
-// an inbox of their own of the same rate, so that strangers who
-// use one up leave the other whole; besides the caller's
+// it), the users the recipient follows (`PUT /v1/me/following`) and
+// the server (API keys) on an inbox of their own of the same rate,
+// so that strangers who use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -16780,9 +16780,9 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-// it), the users the recipient follows (`PUT /v1/me/following`) on
-// an inbox of their own of the same rate, so that strangers who
-// use one up leave the other whole; besides the caller's
+// it), the users the recipient follows (`PUT /v1/me/following`) and
+// the server (API keys) on an inbox of their own of the same rate,
+// so that strangers who use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:

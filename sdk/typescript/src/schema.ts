@@ -1288,9 +1288,9 @@ export interface paths {
          *     sending to oneself or to an API key's id is 422. Rate limited as
          *     room messages, with the recipient's inbox as the room
          *     (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
-         *     it), the users the recipient follows (`PUT /v1/me/following`) on
-         *     an inbox of their own of the same rate, so that strangers who
-         *     use one up leave the other whole; besides the caller's
+         *     it), the users the recipient follows (`PUT /v1/me/following`) and
+         *     the server (API keys) on an inbox of their own of the same rate,
+         *     so that strangers who use one up leave the other whole; besides the caller's
          *     `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
          *     100 per address; `RATE_LIMITED`): what is sent stays in the
          *     recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:

@@ -82,12 +82,14 @@ if stranger and m[1] and m[2] and redis.call('ZSCORE', strangers, 'h ' .. m[2]) 
   local high, share = 0, tonumber(ARGV[15])
   for _, v in ipairs(redis.call('HVALS', cur)) do high = math.max(high, tonumber(v)) end
   if redis.call('ZCOUNT', strangers, high + 1, '+inf') >= share then
-    -- not counted: the entries the cap dropped, and those expired (sent
-    -- a TTL ago: readers skip them); then count again
+    -- not counted: the entries some platform was delivered, those the cap
+    -- dropped, and those expired (sent a TTL ago: readers skip them);
+    -- then count again
     local T = redis.call('TIME')
     local ms = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
     local first = redis.call('XRANGE', log, '-', '+', 'COUNT', 1)[1]
-    redis.call('ZREMRANGEBYSCORE', strangers, 1, '(' .. (first and string.match(first[1], '^(%d+)') or tonumber(m[1]) + 1))
+    local kept = first and tonumber(string.match(first[1], '^(%d+)')) or tonumber(m[1]) + 1
+    redis.call('ZREMRANGEBYSCORE', strangers, 1, '(' .. math.max(kept, high + 1))
     local expired, page = ms - tonumber(ARGV[4]), 128
     for _ = 0, share, page do -- the oldest first: a page expired whole is gone, so the next page is the first again
       local old, gone = redis.call('ZRANGEBYSCORE', strangers, 1, '+inf', 'LIMIT', 0, page), {}
