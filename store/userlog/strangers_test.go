@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ type strangersEnv struct {
 	st  *store.Store
 	l   *userlog.Log
 	uid string
-	n   int // sends made, for the messages' data
+	n   atomic.Int64 // sends made, for the messages' data (sent at once, by TestStrangersAtOnce)
 }
 
 func newStrangersEnv(t *testing.T, b redistest.Backend) *strangersEnv {
@@ -48,9 +49,9 @@ func (e *strangersEnv) follow(t *testing.T, ids ...string) {
 // send sends a direct message from from ("": the server) as the API does
 // (players.Inbox.SendOnce, unkeyed); returns its error.
 func (e *strangersEnv) send(from string) error {
-	e.n++
+	n := e.n.Add(1)
 	ev := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, e.uid, time.Now()),
-		From: players.Sender{UserID: from, Server: from == ""}, Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage(fmt.Sprint(e.n))}}
+		From: players.Sender{UserID: from, Server: from == ""}, Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage(fmt.Sprint(n))}}
 	_, err := e.st.Sessions().SendOnce(context.Background(), e.uid, ev, players.Once{From: from, At: time.Now()})
 	return err
 }
