@@ -34,17 +34,18 @@
 --          (a write, for a WAIT after the call), "0": it writes nothing
 -- ARGV[14] the sender's user id ("": the server's or the rooms' event) and,
 --          when set, KEYS[7] the set of the users the user follows: a
---          sender not in it (when it exists) is a stranger, whose events no platform of the
---          user was delivered hold at most ARGV[15] entries of the log (a
---          stranger's send past that is refused, INBOX_FULL), so that
+--          sender not in it (when it exists) is a stranger, whose events
+--          no platform of the user was delivered hold at most ARGV[15]
+--          entries of the log (a stranger's send past that is refused,
+--          INBOX_FULL), so that
 --          strangers writing while the user is away cannot push what the
 --          users they follow sent, or the server, out of the capped log.
 --          KEYS[6] the strangers' entries: a sorted set of "<seq> <ms
 --          sent>" scored by seq, and "h <history tag>" scored 0, the
 --          history its entries are of (another's, or none: no entries)
 -- Reply: {"OK", seq, dropped, ms sent, the tag of its write, the log's
---        history tag} | {"KEY_REUSED"} | {"INBOX_FULL"}; a remembered key's tag is its
---        entry's ("" once trimmed): with the seq and the history it names
+--        history tag} | {"KEY_REUSED"} | {"INBOX_FULL"}; a remembered key's
+--        tag is its entry's ("" once trimmed): with the seq and the history it names
 --        the write (a receipt, which a replay of the key's answer checks,
 --        store/idempotency)
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
