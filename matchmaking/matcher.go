@@ -900,7 +900,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 	for _, t := range match.Tickets {
 		for _, uid := range t.Users {
 			notices = append(notices, userNotice{uid, MatchFound{TicketID: t.ID, MatchID: match.ID, RoomID: room,
-				Mode: match.Mode, Region: match.Region, Team: t.Team}})
+				Mode: match.Mode, Region: match.Region, Team: t.Team, Leader: t.Users[0]}})
 		}
 	}
 	// a notice short of its replicas holds the match (not assigned: a

@@ -229,6 +229,9 @@ type Notifier interface {
 type MatchFound struct {
 	TicketID, MatchID, RoomID, Mode, Region string
 	Team                                    int
+	// Leader is the ticket's leader: a party member's match_found is the
+	// leader's doing (Inboxes)
+	Leader string
 }
 
 // RoomOpener makes a match's room.

@@ -63,6 +63,22 @@ type Config struct {
 	// Consent, when set, says whether a party member consents to be named
 	// in a leader's ticket. nil: any user may be named.
 	Consent Consent
+	// Inboxes, when set, refuses a ticket naming a party member whose log
+	// holds its strangers' share (rooms.ErrInboxFull). nil: not checked.
+	Inboxes Inboxes
+}
+
+// Inboxes tells whether a user's log would refuse an event of a sender
+// past the strangers' share (store/userlog): a party member's match_found
+// from a leader the member does not follow counts there (never refused:
+// the match stands), so a ticket naming a member whose share is full is
+// refused instead, or a user who follows someone could be named in
+// tickets matched one after the other until the matches pushed the events
+// of the users they follow out of their log.
+type Inboxes interface {
+	// StrangersFull reports whether uid's log would refuse an event of
+	// from (errors: rooms.ErrUnavailable).
+	StrangersFull(ctx context.Context, uid, from string) (bool, error)
 }
 
 // Consent says whether a party member consents to be named in a leader's
@@ -223,6 +239,9 @@ func (s *Service) Prepare(ctx context.Context, u rooms.User, p TicketParams, sen
 	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
 		return Prepared{}, err
 	}
+	if err := s.inboxes(ctx, u, p.PartyUserIDs); err != nil {
+		return Prepared{}, err
+	}
 	c.checked = true
 	return c, nil
 }
@@ -316,17 +335,42 @@ func seedOf(u rooms.User, p TicketParams) (string, error) {
 	return u.ID + "\x00" + p.Key + "\x00" + string(params), nil
 }
 
+// inboxes checks that the log of each of party takes u's match_found
+// (Config.Inboxes; nil: nothing checked).
+func (s *Service) inboxes(ctx context.Context, u rooms.User, party []string) error {
+	if s.cfg.Inboxes == nil {
+		return nil
+	}
+	i, err := refusedBy(party, func(member string) (bool, error) { return s.cfg.Inboxes.StrangersFull(ctx, member, u.ID) })
+	if err != nil || i < 0 {
+		return err
+	}
+	return fmt.Errorf("the party member partyUserIds.%d's inbox holds as many unread messages, invites and matches from others as it takes; queue again once they have read some: %w", i, rooms.ErrInboxFull)
+}
+
 // consent checks that each of party consents to u, its leader, naming
-// them (Config.Consent; nil: nothing checked): every member's answer at
-// once (a round trip to each member's slot), the first refusal or error
-// in the party's order the outcome.
+// them (Config.Consent; nil: nothing checked).
 func (s *Service) consent(ctx context.Context, u rooms.User, party []string) error {
 	if s.cfg.Consent == nil {
 		return nil
 	}
+	i, err := refusedBy(party, func(member string) (bool, error) {
+		ok, err := s.cfg.Consent.Consents(ctx, member, u.ID)
+		return !ok, err
+	})
+	if err != nil || i < 0 {
+		return err
+	}
+	return fmt.Errorf("the party member partyUserIds.%d %s: %w", i, s.cfg.Consent.Refusal(), ErrPartyConsent)
+}
+
+// refusedBy asks refuses of every member of party at once (a round trip
+// to each member's slot): the first member in the party's order that
+// refuses (-1: none), or the first error in that order.
+func refusedBy(party []string, refuses func(member string) (bool, error)) (int, error) {
 	type answer struct {
-		ok  bool
-		err error
+		refused bool
+		err     error
 	}
 	answers := make([]answer, len(party))
 	members := make([]int, len(party))
@@ -334,19 +378,19 @@ func (s *Service) consent(ctx context.Context, u rooms.User, party []string) err
 		members[i] = i
 	}
 	concurrently(members, completeConcurrency, func(i int) error {
-		ok, err := s.cfg.Consent.Consents(ctx, party[i], u.ID)
-		answers[i] = answer{ok, err}
+		refused, err := refuses(party[i])
+		answers[i] = answer{refused, err}
 		return nil
 	})
 	for i, a := range answers {
 		if a.err != nil {
-			return a.err
+			return -1, a.err
 		}
-		if !a.ok {
-			return fmt.Errorf("the party member partyUserIds.%d %s: %w", i, s.cfg.Consent.Refusal(), ErrPartyConsent)
+		if a.refused {
+			return i, nil
 		}
 	}
-	return nil
+	return -1, nil
 }
 
 // roomQuotas checks that each of t's users may be in the room of a match,

@@ -104,8 +104,9 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 // mode labels to the modes configured (labelModes).
 func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
 	m.MatchmakingModes(c.labelModes())
-	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit).WithModes(c.Modes), Rules: c.MatchmakingRules,
-		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m, Quotas: st}
+	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit).WithModes(c.Modes).
+		WithFollowing(st.Sessions().FollowingKey), Rules: c.MatchmakingRules,
+		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m, Quotas: st, Inboxes: st.Sessions()}
 	switch c.PartyConsent {
 	case "party":
 		mc.Consent = players.NewParties(st.Sessions())

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -221,5 +222,34 @@ func TestTicketsAskThePartysConsent(t *testing.T) {
 				t.Fatalf("a party member who consented: %d %v", status, res)
 			}
 		})
+	}
+}
+
+// A ticket naming a party member whose log holds its strangers' share
+// (the member follows someone, not the leader) is 409 INBOX_FULL naming
+// the member, nothing queued; a leader the member follows still names
+// them: the matches of strangers' tickets cannot push the events of the
+// users the member follows out of their log.
+func TestTicketNamingAFullInboxIsRefused(t *testing.T) {
+	t.Parallel()
+	in := start(t, buildBinary(t), append(backendEnv(t, "standalone"), "REALSYNC_OFFLINE_MAX=200", "REALSYNC_RATE_LIMITS=off")...)
+	member, memberID := guestWithID(t, in, "member")
+	friend, friendID := guestWithID(t, in, "friend")
+	stranger, _ := guestWithID(t, in, "stranger")
+	if status, res := call(t, "PUT", in.url+"/v1/me/following", member, map[string]any{"userIds": []string{friendID}}); status != 200 {
+		t.Fatalf("follow: %d %v", status, res)
+	}
+	for i := range 100 { // the strangers' share of a log of 200
+		if status, res := call(t, "POST", in.url+"/v1/users/"+memberID+"/messages", stranger, map[string]any{"type": "chat", "data": i}); status != 202 {
+			t.Fatalf("message %d: %d %v", i, status, res)
+		}
+	}
+	ticket := map[string]any{"mode": "trio", "regions": []string{"eu"}, "partyUserIds": []string{memberID}}
+	status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", stranger, ticket)
+	if d, _ := res["detail"].(string); status != 409 || res["code"] != "INBOX_FULL" || !strings.Contains(d, "partyUserIds.0") {
+		t.Fatalf("a stranger's ticket naming a full inbox: %d %v", status, res)
+	}
+	if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", friend, ticket); status != 201 {
+		t.Fatalf("a followed leader's ticket: %d %v", status, res)
 	}
 }

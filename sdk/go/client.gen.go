@@ -2184,7 +2184,12 @@ type ClientInterface interface {
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
-	// again).
+	// again). A member who follows someone but not the caller counts the
+	// match's `match_found` among the events of strangers in their log
+	// (never refused: the match stands; see `POST
+	// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+	// member whose strangers' share is full is 409 `INBOX_FULL`, the
+	// detail naming the member (`partyUserIds.<i>`), nothing queued.
 	//
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -2300,7 +2305,12 @@ type ClientInterface interface {
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
-	// again).
+	// again). A member who follows someone but not the caller counts the
+	// match's `match_found` among the events of strangers in their log
+	// (never refused: the match stands; see `POST
+	// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+	// member whose strangers' share is full is 409 `INBOX_FULL`, the
+	// detail naming the member (`partyUserIds.<i>`), nothing queued.
 	//
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -3430,8 +3440,9 @@ type ClientInterface interface {
 	//
 	// Inbox share: when the recipient follows someone (`PUT
 	// /v1/me/following`), the messages and invites of senders they do
-	// not follow, which none of the recipient's platforms was
-	// delivered yet, hold at most half of the recipient's log
+	// not follow (and the `match_found` of a ticket such a sender named
+	// them in as a party member), which none of the recipient's
+	// platforms was delivered yet, hold at most half of the recipient's log
 	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 	// message is 409 `INBOX_FULL` and sends nothing, until a session of
 	// the recipient is delivered them, the recipient follows the sender,
@@ -3481,8 +3492,9 @@ type ClientInterface interface {
 	//
 	// Inbox share: when the recipient follows someone (`PUT
 	// /v1/me/following`), the messages and invites of senders they do
-	// not follow, which none of the recipient's platforms was
-	// delivered yet, hold at most half of the recipient's log
+	// not follow (and the `match_found` of a ticket such a sender named
+	// them in as a party member), which none of the recipient's
+	// platforms was delivered yet, hold at most half of the recipient's log
 	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 	// message is 409 `INBOX_FULL` and sends nothing, until a session of
 	// the recipient is delivered them, the recipient follows the sender,
@@ -4037,7 +4049,12 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
-// again).
+// again). A member who follows someone but not the caller counts the
+// match's `match_found` among the events of strangers in their log
+// (never refused: the match stands; see `POST
+// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+// member whose strangers' share is full is 409 `INBOX_FULL`, the
+// detail naming the member (`partyUserIds.<i>`), nothing queued.
 //
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -4163,7 +4180,12 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
-// again).
+// again). A member who follows someone but not the caller counts the
+// match's `match_found` among the events of strangers in their log
+// (never refused: the match stands; see `POST
+// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+// member whose strangers' share is full is 409 `INBOX_FULL`, the
+// detail naming the member (`partyUserIds.<i>`), nothing queued.
 //
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -5694,8 +5716,9 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 //
 // Inbox share: when the recipient follows someone (`PUT
 // /v1/me/following`), the messages and invites of senders they do
-// not follow, which none of the recipient's platforms was
-// delivered yet, hold at most half of the recipient's log
+// not follow (and the `match_found` of a ticket such a sender named
+// them in as a party member), which none of the recipient's
+// platforms was delivered yet, hold at most half of the recipient's log
 // (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 // message is 409 `INBOX_FULL` and sends nothing, until a session of
 // the recipient is delivered them, the recipient follows the sender,
@@ -5755,8 +5778,9 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 //
 // Inbox share: when the recipient follows someone (`PUT
 // /v1/me/following`), the messages and invites of senders they do
-// not follow, which none of the recipient's platforms was
-// delivered yet, hold at most half of the recipient's log
+// not follow (and the `match_found` of a ticket such a sender named
+// them in as a party member), which none of the recipient's
+// platforms was delivered yet, hold at most half of the recipient's log
 // (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 // message is 409 `INBOX_FULL` and sends nothing, until a session of
 // the recipient is delivered them, the recipient follows the sender,
@@ -8277,7 +8301,12 @@ type ClientWithResponsesInterface interface {
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
-	// again).
+	// again). A member who follows someone but not the caller counts the
+	// match's `match_found` among the events of strangers in their log
+	// (never refused: the match stands; see `POST
+	// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+	// member whose strangers' share is full is 409 `INBOX_FULL`, the
+	// detail naming the member (`partyUserIds.<i>`), nothing queued.
 	//
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -8393,7 +8422,12 @@ type ClientWithResponsesInterface interface {
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
-	// again).
+	// again). A member who follows someone but not the caller counts the
+	// match's `match_found` among the events of strangers in their log
+	// (never refused: the match stands; see `POST
+	// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+	// member whose strangers' share is full is 409 `INBOX_FULL`, the
+	// detail naming the member (`partyUserIds.<i>`), nothing queued.
 	//
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -9561,8 +9595,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Inbox share: when the recipient follows someone (`PUT
 	// /v1/me/following`), the messages and invites of senders they do
-	// not follow, which none of the recipient's platforms was
-	// delivered yet, hold at most half of the recipient's log
+	// not follow (and the `match_found` of a ticket such a sender named
+	// them in as a party member), which none of the recipient's
+	// platforms was delivered yet, hold at most half of the recipient's log
 	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 	// message is 409 `INBOX_FULL` and sends nothing, until a session of
 	// the recipient is delivered them, the recipient follows the sender,
@@ -9612,8 +9647,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Inbox share: when the recipient follows someone (`PUT
 	// /v1/me/following`), the messages and invites of senders they do
-	// not follow, which none of the recipient's platforms was
-	// delivered yet, hold at most half of the recipient's log
+	// not follow (and the `match_found` of a ticket such a sender named
+	// them in as a party member), which none of the recipient's
+	// platforms was delivered yet, hold at most half of the recipient's log
 	// (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 	// message is 409 `INBOX_FULL` and sends nothing, until a session of
 	// the recipient is delivered them, the recipient follows the sender,
@@ -15202,7 +15238,12 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
-// again).
+// again). A member who follows someone but not the caller counts the
+// match's `match_found` among the events of strangers in their log
+// (never refused: the match stands; see `POST
+// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+// member whose strangers' share is full is 409 `INBOX_FULL`, the
+// detail naming the member (`partyUserIds.<i>`), nothing queued.
 //
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -15324,7 +15365,12 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
-// again).
+// again). A member who follows someone but not the caller counts the
+// match's `match_found` among the events of strangers in their log
+// (never refused: the match stands; see `POST
+// /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+// member whose strangers' share is full is 409 `INBOX_FULL`, the
+// detail naming the member (`partyUserIds.<i>`), nothing queued.
 //
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -16733,8 +16779,9 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 //
 // Inbox share: when the recipient follows someone (`PUT
 // /v1/me/following`), the messages and invites of senders they do
-// not follow, which none of the recipient's platforms was
-// delivered yet, hold at most half of the recipient's log
+// not follow (and the `match_found` of a ticket such a sender named
+// them in as a party member), which none of the recipient's
+// platforms was delivered yet, hold at most half of the recipient's log
 // (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 // message is 409 `INBOX_FULL` and sends nothing, until a session of
 // the recipient is delivered them, the recipient follows the sender,
@@ -16790,8 +16837,9 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 //
 // Inbox share: when the recipient follows someone (`PUT
 // /v1/me/following`), the messages and invites of senders they do
-// not follow, which none of the recipient's platforms was
-// delivered yet, hold at most half of the recipient's log
+// not follow (and the `match_found` of a ticket such a sender named
+// them in as a party member), which none of the recipient's
+// platforms was delivered yet, hold at most half of the recipient's log
 // (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
 // message is 409 `INBOX_FULL` and sends nothing, until a session of
 // the recipient is delivered them, the recipient follows the sender,

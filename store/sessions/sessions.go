@@ -476,6 +476,16 @@ func (s *Sessions) Following(ctx context.Context, uid string) ([]string, error) 
 	return ids, redisx.Wrap(err)
 }
 
+// FollowingKey is the key of the set of the users uid follows, in uid's
+// slot (store/tickets' match_found counts a leader uid does not follow).
+func (s *Sessions) FollowingKey(uid string) string { return s.followingKey(uid) }
+
+// StrangersFull implements matchmaking.Inboxes: whether uid's log would
+// refuse an event of from past the strangers' share (userlog).
+func (s *Sessions) StrangersFull(ctx context.Context, uid, from string) (bool, error) {
+	return s.cfg.Logs.StrangersFull(ctx, uid, from, s.followingKey(uid))
+}
+
 // Follows implements players.Store: one SISMEMBER in uid's slot.
 func (s *Sessions) Follows(ctx context.Context, uid, other string) (bool, error) {
 	ok, err := s.b.Client.SIsMember(ctx, s.followingKey(uid), other).Result()

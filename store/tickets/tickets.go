@@ -93,6 +93,9 @@ type Store struct {
 	logs   *userlog.Log
 	leases *redisx.Base // Lease and DropLease; never nil
 	commit Durability
+	// following is the key of the set of the users a user follows
+	// (WithFollowing; nil: a party's match_found is the server's)
+	following func(uid string) string
 	// waiting bounds the commits waiting for replicas at once (commitWaits)
 	waiting *semaphore.Weighted
 	mu      sync.Mutex
@@ -212,6 +215,18 @@ func (s *Store) WithModes(modes []string) *Store {
 // WithDurability has s's commits wait as d says (New's: DefaultDurability).
 func (s *Store) WithDurability(d Durability) *Store {
 	s.commit = d
+	return s
+}
+
+// WithFollowing sets key, the key of the set of the users a user follows
+// (in the user's slot), and returns s: a party member's match_found from
+// a leader the member does not follow is then counted among the
+// strangers' events of the member's log, never refused
+// (userlog.Once.Counted), so that tickets naming a user cannot push the
+// events of the users they follow out of it (matchmaking.Inboxes refuses
+// such a ticket once the share is full).
+func (s *Store) WithFollowing(key func(uid string) string) *Store {
+	s.following = key
 	return s
 }
 
@@ -882,10 +897,14 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
 	now := time.Now()
 	var short error
+	once := userlog.Once{Key: matchFoundKey(e.MatchID), Digest: "match_found", AtMs: now.UnixMilli(),
+		Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept, Renew: true}
+	if s.following != nil && e.Leader != "" && e.Leader != uid {
+		once.From, once.Following, once.Counted = e.Leader, s.following(uid), true
+	}
 	_, err := s.logs.SendEventOnceBy(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
 		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team},
-		userlog.Once{Key: matchFoundKey(e.MatchID), Digest: "match_found", AtMs: now.UnixMilli(),
-			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept, Renew: true},
+		once,
 		func(ctx context.Context, call redisx.Call) (any, error) {
 			// a send writes, its key known or not (Renew)
 			reply, anyway, err := s.durably(ctx, call, func(any) bool { return true })

@@ -182,6 +182,9 @@ type SendCall struct {
 	// Once, when its Key is set, sends the event once per key
 	// (SendEventOnce); its From names the sender.
 	Once Once
+	// CheckOnly sends nothing: the reply says whether a send of Once.From
+	// would be refused (Log.StrangersFull).
+	CheckOnly bool
 }
 
 // Once names a send for its sender's Idempotency-Key: Key, Digest of the
@@ -204,6 +207,9 @@ type Once struct {
 	// platform of the recipient was delivered hold at most StrangersShare
 	// of the log (rooms.ErrInboxFull past it).
 	From, Following string
+	// Counted: a stranger's event past the share is counted, not refused
+	// (a match_found of a party's leader: the match stands).
+	Counted bool
 }
 
 // StrangersShare is how many of a log of maxLen entries the events of
@@ -219,7 +225,19 @@ func (c SendCall) KeysArgs() ([]string, []any) {
 	}
 	return keys, []any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref,
 		c.Once.Key, c.Once.Digest, c.Once.AtMs, c.Once.Window.Milliseconds(), c.Once.Kept, renew(c.Once.Renew),
-		c.Once.From, StrangersShare(c.MaxLen)}
+		c.Once.From, StrangersShare(c.MaxLen), c.mode()}
+}
+
+// mode is user_send's ARGV[16]: what a stranger's send past the share
+// does (Once.Counted, CheckOnly).
+func (c SendCall) mode() string {
+	switch {
+	case c.CheckOnly:
+		return "check"
+	case c.Once.Counted:
+		return "count"
+	}
+	return ""
 }
 
 // renew is Once.Renew as user_send takes it.
@@ -493,4 +511,18 @@ func (l *Log) Ack(ctx context.Context, uid, platform, tag string, seq int64) (bo
 	n, err := l.b.Runner.Run(ctx, AckCall{K: l.KeysOf(uid), Platform: platform, Tag: tag, Seq: seq,
 		Margin: ResumeMargin, TTL: l.cfg.TTL}).Int()
 	return n == 1, redisx.Wrap(err)
+}
+
+// StrangersFull reports whether uid's log would refuse an event of from, a
+// sender, past the strangers' share (rooms.ErrInboxFull; see Once.From),
+// following the key of the set of the users uid follows; it sends
+// nothing (but forgets the strangers' entries that no longer count).
+// Errors: the store's.
+func (l *Log) StrangersFull(ctx context.Context, uid, from, following string) (bool, error) {
+	res, err := l.b.Runner.Run(ctx, SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen, TTL: l.cfg.TTL,
+		Event: []byte("{}"), Once: Once{From: from, Following: following}, CheckOnly: true}).StringSlice()
+	if err != nil {
+		return false, redisx.Wrap(err)
+	}
+	return len(res) == 1 && res[0] == "INBOX_FULL", nil
 }

@@ -707,7 +707,12 @@ export interface paths {
          *     caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
          *     or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
          *     those limits: after the `Retry-After` the same ticket may be sent
-         *     again).
+         *     again). A member who follows someone but not the caller counts the
+         *     match's `match_found` among the events of strangers in their log
+         *     (never refused: the match stands; see `POST
+         *     /v1/users/{userId}/messages`, inbox share), and a ticket naming a
+         *     member whose strangers' share is full is 409 `INBOX_FULL`, the
+         *     detail naming the member (`partyUserIds.<i>`), nothing queued.
          *
          *     A ticket counts on `join` and, as its match may make a room the
          *     caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
@@ -1298,8 +1303,9 @@ export interface paths {
          *
          *     Inbox share: when the recipient follows someone (`PUT
          *     /v1/me/following`), the messages and invites of senders they do
-         *     not follow, which none of the recipient's platforms was
-         *     delivered yet, hold at most half of the recipient's log
+         *     not follow (and the `match_found` of a ticket such a sender named
+         *     them in as a party member), which none of the recipient's
+         *     platforms was delivered yet, hold at most half of the recipient's log
          *     (`REALSYNC_OFFLINE_MAX`, 1 000: 500); past it such a sender's
          *     message is 409 `INBOX_FULL` and sends nothing, until a session of
          *     the recipient is delivered them, the recipient follows the sender,
@@ -2751,7 +2757,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `TICKET_ACTIVE`, `MEMBER_QUEUED_IN_PARTY`, `QUEUE_FULL`, `OWNED_ROOMS_LIMIT`, `JOINED_ROOMS_LIMIT` (a create), `TICKET_MATCHED` (a cancel), or `IDEMPOTENCY_KEY_IN_USE` (with `Retry-After`). */
+        /** @description `TICKET_ACTIVE`, `MEMBER_QUEUED_IN_PARTY`, `QUEUE_FULL`, `OWNED_ROOMS_LIMIT`, `JOINED_ROOMS_LIMIT`, `INBOX_FULL` (a create), `TICKET_MATCHED` (a cancel), or `IDEMPOTENCY_KEY_IN_USE` (with `Retry-After`). */
         TicketConflict: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];

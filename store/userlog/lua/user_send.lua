@@ -43,8 +43,12 @@
 --          KEYS[6] the strangers' entries: a sorted set of "<seq> <ms
 --          sent>" scored by seq, and "h <history tag>" scored 0, the
 --          history its entries are of (another's, or none: no entries)
+-- ARGV[16] "": a stranger's send past the share is refused; "count": it is
+--          counted, never refused (a match_found of a party's leader the
+--          user does not follow: the match stands); "check": nothing is
+--          sent, the reply says whether it would be (INBOX_FULL or FITS)
 -- Reply: {"OK", seq, dropped, ms sent, the tag of its write, the log's
---        history tag} | {"KEY_REUSED"} | {"INBOX_FULL"}; a remembered key's
+--        history tag} | {"KEY_REUSED"} | {"INBOX_FULL"} | {"FITS"}; a remembered key's
 --        tag is its entry's ("" once trimmed): with the seq and the history it names
 --        the write (a receipt, which a replay of the key's answer checks,
 --        store/idempotency)
@@ -91,8 +95,9 @@ if stranger and m[1] and m[2] and redis.call('ZSCORE', strangers, 'h ' .. m[2]) 
     local first = redis.call('XRANGE', log, '-', '+', 'COUNT', 1)[1]
     local kept = first and tonumber(string.match(first[1], '^(%d+)')) or tonumber(m[1]) + 1
     redis.call('ZREMRANGEBYSCORE', strangers, 1, '(' .. math.max(kept, high + 1))
-    local expired, page = ms - tonumber(ARGV[4]), 128
-    for _ = 0, share, page do -- the oldest first: a page expired whole is gone, so the next page is the first again
+    local expired = ms - tonumber(ARGV[4])
+    for i = 0, share, 128 do -- the oldest first: a page expired whole is gone, so the next page is the first again
+      local page = i == 0 and 1 or 128 -- the oldest alone first: mostly not expired, the share full
       local old, gone = redis.call('ZRANGEBYSCORE', strangers, 1, '+inf', 'LIMIT', 0, page), {}
       for _, e in ipairs(old) do
         if tonumber(string.match(e, ' (%d+)$')) > expired then break end
@@ -101,9 +106,10 @@ if stranger and m[1] and m[2] and redis.call('ZSCORE', strangers, 'h ' .. m[2]) 
       if #gone > 0 then redis.call('ZREM', strangers, unpack(gone)) end
       if #gone < #old or #old < page then break end
     end
-    if redis.call('ZCOUNT', strangers, high + 1, '+inf') >= share then return {'INBOX_FULL'} end
+    if ARGV[16] ~= 'count' and redis.call('ZCOUNT', strangers, high + 1, '+inf') >= share then return {'INBOX_FULL'} end
   end
 end
+if ARGV[16] == 'check' then return {'FITS'} end
 if not (m[1] and m[2]) then
   -- the meta first: out of memory (maxmemory, noeviction) Redis refuses
   -- a script's write only while the script has changed nothing yet (a DEL
