@@ -203,7 +203,8 @@ type Prepared struct {
 // mode's rules (a ValidationError naming every bad field); then a keyed
 // create's first run's ticket, when it queued one, is the answer (Found:
 // whatever its members' consent says now, asked then); else its party's
-// consent is asked (ErrPartyConsent). sentAgain says that the key's
+// consent is asked (ErrPartyConsent), then whether each member's log takes
+// the leader's match_found (Config.Inboxes; rooms.ErrInboxFull). sentAgain says that the key's
 // create was answered before (the caller kept its answer): then p is
 // not checked again (the rules may have changed since), the first run's
 // ticket is the answer, and once it is gone (its grace after it ended
@@ -251,7 +252,7 @@ func (s *Service) Prepare(ctx context.Context, u rooms.User, p TicketParams, sen
 // Prepared that Prepare did not answer, an error). The party's consent
 // is the one Prepare read: a member who stops following the leader
 // between the two is queued still, as one who stops once the ticket
-// is queued.
+// is queued; so are the members' inboxes.
 func (s *Service) Enqueue(ctx context.Context, c Prepared) (Ticket, error) {
 	u, p, r, seed := c.u, c.p, c.r, c.seed
 	if !c.checked {

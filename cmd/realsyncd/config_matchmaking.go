@@ -111,7 +111,9 @@ func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaki
 	case "party":
 		mc.Consent = players.NewParties(st.Sessions())
 	case "follow":
-		mc.Consent = players.FollowConsent{Store: st.Sessions()}
+		// a member who consents follows the leader: never a stranger's
+		// match_found, no inbox to check
+		mc.Consent, mc.Inboxes = players.FollowConsent{Store: st.Sessions()}, nil
 	}
 	return mc
 }

@@ -239,12 +239,23 @@ func TestTicketNamingAFullInboxIsRefused(t *testing.T) {
 	if status, res := call(t, "PUT", in.url+"/v1/me/following", member, map[string]any{"userIds": []string{friendID}}); status != 200 {
 		t.Fatalf("follow: %d %v", status, res)
 	}
+	ticket := map[string]any{"mode": "trio", "regions": []string{"eu"}, "partyUserIds": []string{memberID}}
 	for i := range 100 { // the strangers' share of a log of 200
+		if i == 99 { // below the share: another stranger's ticket names the member
+			other, _ := guestWithID(t, in, "other")
+			status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", other, ticket)
+			if status != 201 {
+				t.Fatalf("a stranger's ticket below the share: %d %v", status, res)
+			}
+			id := res["ticket"].(map[string]any)["ticketId"].(string)
+			if status, res := call(t, "DELETE", in.url+"/v1/matchmaking/tickets/"+id, other, nil); status != 204 && status != 200 {
+				t.Fatalf("cancel: %d %v", status, res)
+			}
+		}
 		if status, res := call(t, "POST", in.url+"/v1/users/"+memberID+"/messages", stranger, map[string]any{"type": "chat", "data": i}); status != 202 {
 			t.Fatalf("message %d: %d %v", i, status, res)
 		}
 	}
-	ticket := map[string]any{"mode": "trio", "regions": []string{"eu"}, "partyUserIds": []string{memberID}}
 	status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", stranger, ticket)
 	if d, _ := res["detail"].(string); status != 409 || res["code"] != "INBOX_FULL" || !strings.Contains(d, "partyUserIds.0") {
 		t.Fatalf("a stranger's ticket naming a full inbox: %d %v", status, res)

@@ -2195,7 +2195,8 @@ type ClientInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+	// `INBOX_FULL`, counts on
 	// `join` alone (as every request to the route), not on `create` or
 	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
@@ -2316,7 +2317,8 @@ type ClientInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+	// `INBOX_FULL`, counts on
 	// `join` alone (as every request to the route), not on `create` or
 	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
@@ -4060,7 +4062,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+// `INBOX_FULL`, counts on
 // `join` alone (as every request to the route), not on `create` or
 // the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
@@ -4191,7 +4194,8 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+// `INBOX_FULL`, counts on
 // `join` alone (as every request to the route), not on `create` or
 // the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
@@ -8312,7 +8316,8 @@ type ClientWithResponsesInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+	// `INBOX_FULL`, counts on
 	// `join` alone (as every request to the route), not on `create` or
 	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
@@ -8433,7 +8438,8 @@ type ClientWithResponsesInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+	// `INBOX_FULL`, counts on
 	// `join` alone (as every request to the route), not on `create` or
 	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
@@ -15249,7 +15255,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+// `INBOX_FULL`, counts on
 // `join` alone (as every request to the route), not on `create` or
 // the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
@@ -15376,7 +15383,8 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+// `INBOX_FULL`, counts on
 // `join` alone (as every request to the route), not on `create` or
 // the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps

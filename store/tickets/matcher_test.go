@@ -226,8 +226,8 @@ modes:
 					}
 					inMatch[uid] = mid
 					users = append(users, uid)
-					if len(rec.got[uid]) != 1 || rec.got[uid][mid].Team != tk.Team || rec.got[uid][mid].RoomID != room {
-						t.Fatalf("%s got match_found %v, want match %s team %d", uid, rec.got[uid], mid, tk.Team)
+					if len(rec.got[uid]) != 1 || rec.got[uid][mid].Team != tk.Team || rec.got[uid][mid].RoomID != room || rec.got[uid][mid].Leader != tk.UserID {
+						t.Fatalf("%s got match_found %v, want match %s team %d, its ticket's leader %s", uid, rec.got[uid], mid, tk.Team, tk.UserID)
 					}
 				}
 			}

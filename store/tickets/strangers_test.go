@@ -53,8 +53,26 @@ func TestPartyMatchFoundCountsAmongStrangers(t *testing.T) {
 				t.Fatalf("match_found of %s's ticket: %v", leader, err)
 			}
 		}
-		for i := range share + 1 { // past the share: counted, not refused
+		for i := range share - 1 {
 			found("stranger", i)
+		}
+		full := func(from string) bool {
+			t.Helper()
+			f, err := s.Sessions().StrangersFull(ctx, "v", from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		if full("stranger") {
+			t.Fatalf("full below the share (%d of %d)", share-1, share)
+		}
+		for i := share - 1; i < share+1; i++ { // past the share: counted, not refused
+			found("stranger", i)
+		}
+		found("stranger", 0) // a repair telling again: nothing logged nor counted
+		if !full("stranger") {
+			t.Fatal("not full past the share")
 		}
 		if n, l := counted(), s.Client().XLen(ctx, k.Log).Val(); n != int64(share+1) || l != int64(share+1) {
 			t.Fatalf("%d strangers' entries, a log of %d: want %d of each", n, l, share+1)

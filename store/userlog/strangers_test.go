@@ -226,6 +226,29 @@ func TestStrangersDroppedOrExpiredAreNotCounted(t *testing.T) {
 					t.Fatalf("strangers once theirs expired: %d sent, %d refused; want %d and 1", sent, full, share)
 				}
 			})
+			// counted past the share (tickets' match_found), then all
+			// expired: the next stranger's send forgets them all at once
+			t.Run("ExpiredPastTheShare", func(t *testing.T) {
+				ctx := context.Background()
+				e := newStrangersEnv(t, b)
+				c, k := e.st.Client(), e.l.KeysOf(e.uid)
+				for i := range share + share/2 {
+					ev := players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, e.uid, time.Now()),
+						TicketID: "t", MatchID: fmt.Sprint("m", i), RoomID: "r", Mode: "m", Region: "r"}
+					if _, err := e.l.SendEventOnce(ctx, e.uid, ev, userlog.Once{From: "leader", Following: e.st.Sessions().FollowingKey(e.uid), Counted: true}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, m := range c.ZRangeByScore(ctx, k.Strangers, &redis.ZRangeBy{Min: "1", Max: "+inf"}).Val() {
+					seq, _, _ := strings.Cut(m, " ")
+					c.ZRem(ctx, k.Strangers, m)
+					score, _ := strconv.ParseFloat(seq, 64)
+					c.ZAdd(ctx, k.Strangers, redis.Z{Score: score, Member: seq + " 1000"})
+				}
+				if err := e.send("s0"); err != nil {
+					t.Fatalf("a stranger once %d counted entries expired: %v", share+share/2, err)
+				}
+			})
 		})
 	}
 }

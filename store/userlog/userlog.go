@@ -524,5 +524,8 @@ func (l *Log) StrangersFull(ctx context.Context, uid, from, following string) (b
 	if err != nil {
 		return false, redisx.Wrap(err)
 	}
-	return len(res) == 1 && res[0] == "INBOX_FULL", nil
+	if len(res) != 1 || (res[0] != "INBOX_FULL" && res[0] != "FITS") {
+		return false, fmt.Errorf("userlog: unexpected reply %v to a check", res)
+	}
+	return res[0] == "INBOX_FULL", nil
 }

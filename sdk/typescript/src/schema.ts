@@ -718,7 +718,8 @@ export interface paths {
          *     caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
          *     burst 10, per user; 120 a minute, burst 60, per address; past it:
          *     429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-         *     valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+         *     valid (422), or refused 403 `PARTY_CONSENT_REQUIRED` or 409
+         *     `INBOX_FULL`, counts on
          *     `join` alone (as every request to the route), not on `create` or
          *     the party's limits; one refused once counted (a 4xx) gives its `create` and
          *     party `direct` counts back; one queued keeps

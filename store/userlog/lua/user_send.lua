@@ -96,7 +96,8 @@ if stranger and m[1] and m[2] and redis.call('ZSCORE', strangers, 'h ' .. m[2]) 
     local kept = first and tonumber(string.match(first[1], '^(%d+)')) or tonumber(m[1]) + 1
     redis.call('ZREMRANGEBYSCORE', strangers, 1, '(' .. math.max(kept, high + 1))
     local expired = ms - tonumber(ARGV[4])
-    for i = 0, share, 128 do -- the oldest first: a page expired whole is gone, so the next page is the first again
+    -- as far as the cap's window (matches counted past the share too)
+    for i = 0, tonumber(ARGV[3]), 128 do -- the oldest first: a page expired whole is gone, so the next page is the first again
       local page = i == 0 and 1 or 128 -- the oldest alone first: mostly not expired, the share full
       local old, gone = redis.call('ZRANGEBYSCORE', strangers, 1, '+inf', 'LIMIT', 0, page), {}
       for _, e in ipairs(old) do
@@ -111,6 +112,8 @@ if stranger and m[1] and m[2] and redis.call('ZSCORE', strangers, 'h ' .. m[2]) 
 end
 if ARGV[16] == 'check' then return {'FITS'} end
 if not (m[1] and m[2]) then
+  -- (a full strangers' share's prune above writes first: then the send
+  -- is not refused out of memory, which a counted match_found wants)
   -- the meta first: out of memory (maxmemory, noeviction) Redis refuses
   -- a script's write only while the script has changed nothing yet (a DEL
   -- counts, whatever it deletes), and only a write that may grow memory
