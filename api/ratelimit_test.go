@@ -236,9 +236,10 @@ func TestDirectLimitPerSender(t *testing.T) {
 	}
 }
 
-// A game's server (an API key) notifies and invites players at a server's
-// pace: its direct messages count on its write limits, not direct's.
-func TestDirectLimitSparesAPIKeys(t *testing.T) {
+// writeKey makes an API key gs-1 of scope rooms:write: the key, and the
+// keys file that holds it, loaded.
+func writeKey(t *testing.T) (string, *api.APIKeys) {
+	t.Helper()
 	key, rec, err := api.NewAPIKey("gs-1", rooms.ScopeWrite)
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +252,13 @@ func TestDirectLimitSparesAPIKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return key, keys
+}
+
+// A game's server (an API key) notifies and invites players at a server's
+// pace: its direct messages count on its write limits, not direct's.
+func TestDirectLimitSparesAPIKeys(t *testing.T) {
+	key, keys := writeKey(t)
 	e := limitedEnv(t, redistestEmbedded, "direct=2/h,write=4/h", func(c *api.Config, _ *store.Store, _ string) {
 		c.APIKeys = keys
 	})
@@ -271,18 +279,7 @@ func TestDirectLimitSparesAPIKeys(t *testing.T) {
 // flood). It counts, at most half, on the share of the senders the user
 // follows.
 func TestInboxSparesAPIKeysFromStrangers(t *testing.T) {
-	key, rec, err := api.NewAPIKey("gs-1", rooms.ScopeWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(path, []byte(rec.Line()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := api.LoadAPIKeys(path, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keys := writeKey(t)
 	e := limitedEnv(t, redistestEmbedded, "messages=4/h", func(c *api.Config, _ *store.Store, _ string) { c.APIKeys = keys })
 	_, bobID := e.guest("bob")
 	msg := map[string]any{"type": "chat", "data": "hi"}

@@ -98,6 +98,23 @@ func (e *strangersEnv) senders(t *testing.T) []string {
 	return out
 }
 
+// expireStrangers rewrites the time of every strangers' entry of the log
+// to long ago (1970): expired.
+func (e *strangersEnv) expireStrangers(t *testing.T) {
+	t.Helper()
+	ctx, c, k := context.Background(), e.st.Client(), e.l.KeysOf(e.uid)
+	for _, m := range c.ZRangeByScore(ctx, k.Strangers, &redis.ZRangeBy{Min: "1", Max: "+inf"}).Val() {
+		seq, _, _ := strings.Cut(m, " ")
+		score, _ := strconv.ParseFloat(seq, 64)
+		if err := c.ZRem(ctx, k.Strangers, m).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ZAdd(ctx, k.Strangers, redis.Z{Score: score, Member: seq + " 1000"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func count(xs []string, f func(string) bool) (n int) {
 	for _, x := range xs {
 		if f(x) {
@@ -211,17 +228,10 @@ func TestStrangersDroppedOrExpiredAreNotCounted(t *testing.T) {
 				}
 			})
 			t.Run("Expired", func(t *testing.T) {
-				ctx := context.Background()
 				e := newStrangersEnv(t, b)
-				c, k := e.st.Client(), e.l.KeysOf(e.uid)
 				e.sends(t, "s#", share)
 				// every strangers' entry sent long ago (its time rewritten)
-				for _, m := range c.ZRangeByScore(ctx, k.Strangers, &redis.ZRangeBy{Min: "1", Max: "+inf"}).Val() {
-					seq, _, _ := strings.Cut(m, " ")
-					c.ZRem(ctx, k.Strangers, m)
-					score, _ := strconv.ParseFloat(seq, 64)
-					c.ZAdd(ctx, k.Strangers, redis.Z{Score: score, Member: seq + " 1000"})
-				}
+				e.expireStrangers(t)
 				if sent, full := e.sends(t, "s#", share+1); sent != share || full != 1 {
 					t.Fatalf("strangers once theirs expired: %d sent, %d refused; want %d and 1", sent, full, share)
 				}
@@ -231,7 +241,6 @@ func TestStrangersDroppedOrExpiredAreNotCounted(t *testing.T) {
 			t.Run("ExpiredPastTheShare", func(t *testing.T) {
 				ctx := context.Background()
 				e := newStrangersEnv(t, b)
-				c, k := e.st.Client(), e.l.KeysOf(e.uid)
 				for i := range share + share/2 {
 					ev := players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, e.uid, time.Now()),
 						TicketID: "t", MatchID: fmt.Sprint("m", i), RoomID: "r", Mode: "m", Region: "r"}
@@ -239,12 +248,7 @@ func TestStrangersDroppedOrExpiredAreNotCounted(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				for _, m := range c.ZRangeByScore(ctx, k.Strangers, &redis.ZRangeBy{Min: "1", Max: "+inf"}).Val() {
-					seq, _, _ := strings.Cut(m, " ")
-					c.ZRem(ctx, k.Strangers, m)
-					score, _ := strconv.ParseFloat(seq, 64)
-					c.ZAdd(ctx, k.Strangers, redis.Z{Score: score, Member: seq + " 1000"})
-				}
+				e.expireStrangers(t)
 				if err := e.send("s0"); err != nil {
 					t.Fatalf("a stranger once %d counted entries expired: %v", share+share/2, err)
 				}
