@@ -253,18 +253,18 @@ func (s *Server) writeStreamToken(w http.ResponseWriter, r *http.Request, id Ide
 	writeJSON(w, http.StatusCreated, tok)
 }
 
-// untilTokenExpiry arranges for the request's stream to end
+// untilTokenExpiry arranges for the stream on ctx of identity id to end
 // streamEndLead before its identity token expires, or, for an API key, once
 // the key is revoked (sse.WithTokenExpiry); and, for a player's stream,
 // at its lifetime (Config.StreamLifetime) when that comes first
 // (sse.EndLifetime).
-func (s *Server) untilTokenExpiry(ctx context.Context) context.Context {
-	if u := identityFrom(ctx).User; u.Server && s.keys != nil {
+func (s *Server) untilTokenExpiry(ctx context.Context, id Identity) context.Context {
+	if u := id.User; u.Server && s.keys != nil {
 		// an API key has no expiry, but may be revoked
 		return sse.WithTokenExpiry(ctx, s.keys.revoked(ctx, strings.TrimPrefix(u.ID, keyUserPrefix)), s.auth.now())
 	}
 	var end, exp time.Time
-	if exp = identityFrom(ctx).Expires; !exp.IsZero() {
+	if exp = id.Expires; !exp.IsZero() {
 		left := exp.Sub(s.auth.now())
 		end = time.Now().Add(left - min(streamEndLead, left/2))
 	}

@@ -29,7 +29,11 @@ import (
 // HTTP/2 stream's frames, net/http's included, are about 1.2 KiB, so its
 // stack shrinks to 4 KiB; they were about 1.8 KiB while the stream's loop
 // waited under its handler's closures, and the stack stayed at 8 KiB.
-// Keep runRest's frame small.
+// Keep runRest's frame small. Nor does the rest keep the opening's heap:
+// it runs on the request's context as carryStreams got it (carrying.base,
+// streamContext), not on the one the router and the middlewares filled
+// (the exchange, the route's context, the identity), and writes to
+// net/http's writer, not through the exchange (streamClient.Carry).
 //
 // The openings carryStreams runs at once are bounded (maxStreamOpenings):
 // a stream asked for past the bound waits on its request's goroutine,
@@ -60,6 +64,10 @@ import (
 type carrying struct {
 	rest  sse.Rest
 	after func()
+	// base: the request's context as carryStreams got it, without the
+	// router's and the middlewares' values; a carried stream runs on it
+	// (streamContext)
+	base context.Context
 	// id: the request's id (observe's, set with after), for the rest's
 	// log lines: carryStreams' request is the one before observe
 	id string
@@ -138,7 +146,7 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cs.Router.ServeHTTP(w, r)
 		return
 	}
-	c := &carrying{place: cs.openings, opensOnly: takenOver(r)}
+	c := &carrying{place: cs.openings, opensOnly: takenOver(r), base: r.Context()}
 	if c.place != nil && !cs.enter(r.Context(), c.place) {
 		if !hungUp(r.Context()) { // a shutdown's cut: answered as one
 			cs.Router.ServeHTTP(w, r)

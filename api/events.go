@@ -29,9 +29,8 @@ func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID
 	if id == "" {
 		id = deref(params.LastEventId)
 	}
-	ctx := s.untilTokenExpiry(r.Context())
-	s.stream(w, r, func(c sse.Client) error {
-		return s.events.Serve(ctx, c, userFrom(ctx), roomID, sse.ParseCursor(id))
+	s.stream(w, r, func(ctx context.Context, c sse.Client) error {
+		return s.events.Serve(ctx, c, userFrom(r.Context()), roomID, sse.ParseCursor(id))
 	})
 }
 
@@ -46,8 +45,9 @@ func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, param
 		s.writeError(w, r, err)
 		return
 	}
-	ctx := s.untilTokenExpiry(r.Context())
-	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(ctx, c, userFrom(ctx), mode, region) })
+	s.stream(w, r, func(ctx context.Context, c sse.Client) error {
+		return s.events.ServeLobby(ctx, c, userFrom(r.Context()), mode, region)
+	})
 }
 
 // streamFor checks that a stream token, when the request came with one,
@@ -67,14 +67,14 @@ func streamFor(ctx context.Context, scope string) error {
 // down is answered 200 with a retry line (the token kept used: a
 // hand-written client's EventSource, which reconnects with the same URL,
 // is then refused 401 and stops; the SDKs fetch a new token).
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(context.Context, sse.Client) error) {
 	c := s.streamClient(w, r)
 	release, err := s.useStreamToken(r)
 	if err == nil {
 		if r.ProtoMajor >= 2 {
 			s.stalls.watch(&c.stall, c.ctx, c.rc)
 		}
-		if err = serve(c); err != nil && refused(err) {
+		if err = serve(s.untilTokenExpiry(c.ctx, identityFrom(r.Context())), c); err != nil && refused(err) {
 			release() // before the answer, which its client may act on at once
 		}
 	}
@@ -83,9 +83,23 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.C
 
 // streamClient is r's response as an event stream's client.
 func (s *Server) streamClient(w http.ResponseWriter, r *http.Request) *streamClient {
-	return &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(),
+	return &streamClient{w: w, rc: http.NewResponseController(w), ctx: streamContext(r),
 		takeable: takeable(r), hangups: s.hangups,
 		carrying: carryingFrom(r.Context())}
+}
+
+// streamContext is the context r's stream runs on. A stream whose rest
+// is carried (carryStreams: every stream not taken over) runs on its
+// request's context as net/http made it: not on r's, whose values (the
+// exchange, the route's context, the identity, each middleware's) an
+// idle stream would keep for its whole life, about 1 KiB. The opening
+// needs none of them: its handler reads what it needs from r first.
+// Any other stream runs on r's context (Detach finds its exchange there).
+func streamContext(r *http.Request) context.Context {
+	if c := carryingFrom(r.Context()); c != nil && !c.opensOnly {
+		return c.base
+	}
+	return r.Context()
 }
 
 // refuseStream answers a stream request refused with err (nil: none, the
@@ -122,7 +136,7 @@ const streamWriteTimeout = 10 * time.Second
 type streamClient struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
-	ctx      context.Context // the request's (its exchange: see Detach)
+	ctx      context.Context // the stream's (streamContext)
 	deadline time.Time       // of writes over HTTP/1.1, moved at most once a second
 	// stall: an HTTP/2 stream's part in the server's stall watch, which
 	// bounds its writes (stalls.go); none over HTTP/1.1
@@ -158,6 +172,15 @@ func (c *streamClient) Carry(rest sse.Rest) bool {
 		return false
 	}
 	c.carrying.rest = rest
+	if x, ok := c.w.(*exchange); ok {
+		// the rest writes to net/http's writer itself: the exchange has
+		// recorded the answer (observe), and an idle stream does not keep
+		// it (streamContext)
+		c.w = x.ResponseWriter
+		c.stall.mu.Lock() // the stall watch's cut uses rc
+		*c.rc = *http.NewResponseController(c.w)
+		c.stall.mu.Unlock()
+	}
 	return true
 }
 

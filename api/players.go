@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,9 +34,8 @@ func (s *Server) StreamMeEvents(w http.ResponseWriter, r *http.Request, params o
 		// the log cannot serve (a snapshot with resync true)
 		c = sse.Cursor{Set: true}
 	}
-	ctx := s.untilTokenExpiry(r.Context())
-	s.stream(w, r, func(client sse.Client) error {
-		return s.events.ServeMe(ctx, client, userFrom(ctx), string(params.Platform), c)
+	s.stream(w, r, func(ctx context.Context, client sse.Client) error {
+		return s.events.ServeMe(ctx, client, userFrom(r.Context()), string(params.Platform), c)
 	})
 }
 

@@ -25,7 +25,7 @@ func h2Streams(t *testing.T, base context.Context, s *Server, serve func(c sse.C
 		if r.ProtoMajor != 2 {
 			t.Errorf("request over HTTP/%d", r.ProtoMajor)
 		}
-		s.stream(w, r, serve)
+		s.stream(w, r, func(_ context.Context, c sse.Client) error { return serve(c) })
 	}))
 	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	srv.EnableHTTP2 = true
