@@ -60,8 +60,11 @@ func streamFor(ctx context.Context, scope string) error {
 	return nil
 }
 
-// stream runs serve with the response as its client, once the stream
-// token it came with, if any, is claimed (useStreamToken). An error means
+// stream runs serve with the stream's context (streamContext, ended at
+// the token's end: untilTokenExpiry) and the response as its client, once
+// the stream token it came with, if any, is claimed (useStreamToken).
+// serve reads what it needs of r (the user) from r's context, which the
+// stream does not keep. An error means
 // nothing was sent yet: the token is given back when it is a refusal
 // (refused), and the error answered as usual, except that the store being
 // down is answered 200 with a retry line (the token kept used: a
