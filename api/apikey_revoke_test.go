@@ -13,8 +13,9 @@ import (
 )
 
 // Removing a key's line revokes it: REST calls at once after the reload,
-// and an event stream opened with it before ends within a second, with a
-// token_expiring event, so a leaked key stops reading the room's events.
+// and the event streams opened with it before (a room's, taken over; a
+// lobby's, carried) end within a second, with a token_expiring event, so a
+// leaked key stops reading the room's events.
 func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 	key, rec, err := api.NewAPIKey("leaked", rooms.ScopeRead)
 	if err != nil {
@@ -37,6 +38,12 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 	if f := s.next(); f.event != "snapshot" {
 		t.Fatalf("first event %+v", f)
 	}
+	// a lobby stream, carried (its rest runs on its request's context as
+	// net/http made it): the revocation ends it too
+	lobby := e.open("/v1/lobby/events", "X-API-Key", key)
+	if f := lobby.next(); f.event != "rooms" {
+		t.Fatalf("the lobby's first event %+v", f)
+	}
 
 	// the key is revoked
 	if err := os.WriteFile(path, []byte("# no keys\n"), 0o600); err != nil {
@@ -47,24 +54,25 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 	}
 	want(t, e.do("GET", "/v1/rooms/"+id, "", nil, "X-API-Key", key), 401, "UNAUTHENTICATED")
 
-	// the stream ends within a second or two: its last event says the
+	// each stream ends within a second or two: its last event says the
 	// credential expired, and nothing after it reaches the revoked key
-	timer := time.AfterFunc(5*time.Second, s.close)
-	defer timer.Stop()
-	var last string
-	for {
-		line, err := s.rd.ReadString('\n')
-		if err != nil {
-			break
+	for _, st := range []*stream{s, lobby} {
+		timer := time.AfterFunc(5*time.Second, st.close)
+		var last string
+		for {
+			line, err := st.rd.ReadString('\n')
+			if err != nil {
+				break
+			}
+			if strings.HasPrefix(line, "event: ") {
+				last = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
+			}
 		}
-		if strings.HasPrefix(line, "event: ") {
-			last = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
+		if !timer.Stop() {
+			t.Fatal("a revoked API key's stream was still open 5 s after the revocation")
 		}
-	}
-	if !timer.Stop() {
-		t.Fatal("a revoked API key's stream was still open 5 s after the revocation")
-	}
-	if last != "token_expiring" {
-		t.Fatalf("last event %q, want token_expiring", last)
+		if last != "token_expiring" {
+			t.Fatalf("last event %q, want token_expiring", last)
+		}
 	}
 }
