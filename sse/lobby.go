@@ -47,7 +47,7 @@ type lobbyItem struct {
 type lobbyStream struct {
 	held         // its lease among its user's open streams, and its end
 	mode, region string
-	q            chan *lobbyItem // shared, read-only
+	q            queue[*lobbyItem] // its items, shared, read-only
 	seen         map[string]int64
 	// epoch: the lobbyHub.epoch of its last list (set when it joins, and
 	// by each resync item); older changes are dropped.
@@ -57,13 +57,12 @@ type lobbyStream struct {
 // offer queues it without blocking and reports whether it did; a full
 // queue ends the stream.
 func (st *lobbyStream) offer(it *lobbyItem) bool {
-	select {
-	case st.q <- it:
-		return true
-	default:
+	if !st.q.push(it) {
 		st.end(EndSlow)
 		return false
 	}
+	st.signal()
+	return true
 }
 
 func (st *lobbyStream) matches(n LobbyNotice) bool {
@@ -159,7 +158,7 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 // error only when it started nothing: rooms.ErrStreamLimit when u holds the
 // most streams allowed (see Source.OpenLobby), or rooms.ErrUnavailable.
 func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode, region string) error {
-	st := &lobbyStream{mode: mode, region: region, q: make(chan *lobbyItem, h.cfg.QueueSize),
+	st := &lobbyStream{mode: mode, region: region, q: queue[*lobbyItem]{max: h.cfg.QueueSize},
 		seen: map[string]int64{},
 		held: newHeld(Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
 	if err := h.cfg.Source.OpenLobby(ctx, st.lease); err != nil {
@@ -190,29 +189,42 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 
 // pumpLobby is the rest of lobby stream st (see looper): it flushes the
 // first list, then writes the stream's changes, with heartbeats while idle.
-func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) *looper[*lobbyItem] {
-	return newLooper(ctx, h, &st.held, out, st.q, func(it *lobbyItem) string {
-		if !it.resync {
-			if it.epoch < st.epoch {
-				return "" // read before the list this stream sent last
+func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) *looper[struct{}] {
+	return newLooper(ctx, h, &st.held, out, nil, func(struct{}) string {
+		batch := st.q.take()
+		defer st.q.recycle(batch)
+		for _, it := range batch {
+			if why := h.lobbyItemTo(ctx, st, out, it); why != "" {
+				return why
 			}
-			if ev := st.change(it); ev != nil {
-				out.writeEvent(ev)
-			}
-			return ""
 		}
-		st.epoch = it.epoch
-		list, err := h.lobbyList(ctx, st)
-		switch {
-		case err == nil:
-			out.writeEvent(list)
-			return ""
-		case ctx.Err() != nil:
-			return EndClientGone
-		default:
-			return EndStoreError
-		}
+		return ""
 	})
+}
+
+// lobbyItemTo writes lobby item it to stream st, and returns why the
+// stream ends ("" to go on).
+func (h *Hub) lobbyItemTo(ctx context.Context, st *lobbyStream, out *writer, it *lobbyItem) string {
+	if !it.resync {
+		if it.epoch < st.epoch {
+			return "" // read before the list this stream sent last
+		}
+		if ev := st.change(it); ev != nil {
+			out.writeEvent(ev)
+		}
+		return ""
+	}
+	st.epoch = it.epoch
+	list, err := h.lobbyList(ctx, st)
+	switch {
+	case err == nil:
+		out.writeEvent(list)
+		return ""
+	case ctx.Err() != nil:
+		return EndClientGone
+	default:
+		return EndStoreError
+	}
 }
 
 // lobbyList reads the stream's first (or a fresh) list and remembers what

@@ -54,7 +54,7 @@ type meItem struct {
 type meStream struct {
 	held
 	session Session
-	q       chan meItem
+	q       queue[meItem]
 	seen    map[string]int64
 	follows []string
 	// lost: a renewal found the session's lease gone (see renewSessions)
@@ -74,13 +74,12 @@ func (st *meStream) wrote(e *UserEvent) bool {
 }
 
 func (st *meStream) offer(it meItem) bool {
-	select {
-	case st.q <- it:
-		return true
-	default:
+	if !st.q.push(it) {
 		st.end(EndSlow)
 		return false
 	}
+	st.signal()
+	return true
 }
 
 // DeliverUser implements UserSink.
@@ -161,7 +160,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 		return rooms.ErrUnavailable
 	}
 	sess := Session{UserID: u.ID, Platform: platform, ID: h.streamName()}
-	st := &meStream{session: sess, q: make(chan meItem, h.cfg.QueueSize), seen: map[string]int64{},
+	st := &meStream{session: sess, q: queue[meItem]{max: h.cfg.QueueSize}, seen: map[string]int64{},
 		held: newHeld(Lease{UserID: u.ID, Stream: sess.ID, Platform: platform})}
 	// subscribe first, then open (which reads the log's position): an
 	// event published in between is queued and dropped as already sent
@@ -271,14 +270,21 @@ type mePos struct {
 // stream's events after the opening (up to log position at), with
 // heartbeats while idle. Each logged event written is acknowledged once
 // flushed (Delivered), so the platform's offline inbox starts after it.
-func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, at mePos) *looper[meItem] {
-	return newLooper(ctx, h, &st.held, out, st.q, func(it meItem) (why string) {
-		was := at
-		at, why = h.meItem(ctx, feed, st, out, it, at)
-		if at != was && out.flush() == nil {
-			h.delivered(ctx, st, at)
+func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, at mePos) *looper[struct{}] {
+	return newLooper(ctx, h, &st.held, out, nil, func(struct{}) (why string) {
+		batch := st.q.take()
+		defer st.q.recycle(batch)
+		for _, it := range batch {
+			was := at
+			at, why = h.meItem(ctx, feed, st, out, it, at)
+			if at != was && out.flush() == nil {
+				h.delivered(ctx, st, at)
+			}
+			if why != "" {
+				return why
+			}
 		}
-		return why
+		return ""
 	})
 }
 
