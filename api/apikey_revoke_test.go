@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,9 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 		t.Fatalf("the lobby's first event %+v", f)
 	}
 
-	// the key is revoked
+	// the key is revoked, a while after the streams opened
+	time.Sleep(20 * time.Millisecond)
+	revokedAt := time.Now().Truncate(time.Millisecond)
 	if err := os.WriteFile(path, []byte("# no keys\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +61,17 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 	// credential expired, and nothing after it reaches the revoked key
 	for _, st := range []*stream{s, lobby} {
 		timer := time.AfterFunc(5*time.Second, st.close)
-		var last string
+		var last, data string
 		for {
 			line, err := st.rd.ReadString('\n')
 			if err != nil {
 				break
 			}
 			if strings.HasPrefix(line, "event: ") {
-				last = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
+				last, data = strings.TrimSpace(strings.TrimPrefix(line, "event: ")), ""
+			}
+			if strings.HasPrefix(line, "data: ") {
+				data = strings.TrimPrefix(line, "data: ")
 			}
 		}
 		if !timer.Stop() {
@@ -73,6 +79,11 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 		}
 		if last != "token_expiring" {
 			t.Fatalf("last event %q, want token_expiring", last)
+		}
+		// it says when the key was found revoked, not when the stream opened
+		var ev struct{ ExpiresAt time.Time }
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ExpiresAt.Before(revokedAt) || ev.ExpiresAt.After(time.Now()) {
+			t.Fatalf("token_expiring %s (%v): expiresAt not between the revocation (%s) and now", data, err, revokedAt.Format(time.RFC3339Nano))
 		}
 	}
 }

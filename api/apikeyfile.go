@@ -114,9 +114,10 @@ func (k *APIKeys) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// revoked returns a channel that fires once the key named id is no longer
-// in force (its line removed from the file; looked at every second), and
-// never after ctx ends: an open stream of a revoked key ends with it.
+// revoked returns a channel that fires, with when it found the key gone,
+// once the key named id is no longer in force (its line removed from the
+// file; looked at every second), and never after ctx ends: an open stream
+// of a revoked key ends with it (its token_expiring says then).
 func (k *APIKeys) revoked(ctx context.Context, id string) <-chan time.Time {
 	fire := make(chan time.Time, 1)
 	go func() {

@@ -37,16 +37,17 @@ type expiry struct {
 type expiryKey struct{}
 
 // WithTokenExpiry returns a context under which Serve and ServeLobby end
-// the stream cleanly when end fires (usually some seconds before
-// expiresAt): the last frame is a token_expiring event
-// {"type":"token_expiring","expiresAt":"<RFC 3339>"} without an id. A
+// the stream cleanly when end fires, with when the credential ended (an
+// API key found revoked): the last frame is a token_expiring event
+// {"type":"token_expiring","expiresAt":"<RFC 3339>"} without an id,
+// expiresAt the time end gave. A
 // stream that would otherwise outlive its token thus never serves a user
 // whose credentials expired, and the client knows to refresh rather than
 // to treat the end as an outage. A stream whose end is a channel keeps its
 // handler's goroutine (it is never taken over: see Detacher); one whose
 // end is a time (WithTokenDeadline) need not.
-func WithTokenExpiry(ctx context.Context, end <-chan time.Time, expiresAt time.Time) context.Context {
-	return context.WithValue(ctx, expiryKey{}, expiry{fire: end, at: expiresAt})
+func WithTokenExpiry(ctx context.Context, end <-chan time.Time) context.Context {
+	return context.WithValue(ctx, expiryKey{}, expiry{fire: end})
 }
 
 // WithTokenDeadline is WithTokenExpiry with the stream's end at a known

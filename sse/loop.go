@@ -7,15 +7,15 @@ import (
 
 // looper is the life of a stream served by its own goroutine (a lobby
 // stream, a personal stream, a room stream not taken over), as a Rest: it
-// flushes what out holds (the opening), then writes each item that arrives
-// on items with handle (items nil: handle at each wake-up, the stream's
-// own queue: a room stream's pend), flushing once per item, and a
-// heartbeat when the hub's sweep finds it silent for about a Heartbeat,
-// until the stream ends. handle returns why the stream ends after the
-// item ("" to go on); what it wrote is flushed first. It holds no timer:
-// the sweep (line.go) asks for its heartbeats and ends it at its token's
-// end. Everything but an item and a token's end as a channel wakes it on
-// the stream's one channel (held.wake).
+// flushes what out holds (the opening), then, at each wake-up, writes what
+// the stream queued with handle (a room stream's pend, a lobby or personal
+// stream's queue), flushing once, and a heartbeat when the hub's sweep
+// finds it silent for about a Heartbeat, until the stream ends. handle
+// returns why the stream ends after what it wrote ("" to go on); what it
+// wrote is flushed first. It holds no timer: the sweep (line.go) asks for
+// its heartbeats and ends it at its token's end. Everything but a token's
+// end as a channel wakes it on the stream's one channel (held.wake): an
+// item queued too.
 //
 // The stream ends (End…) when the client went or could not be written,
 // the hub shut down (a retry frame tells the client when to come back),
@@ -23,13 +23,12 @@ import (
 // ended by the hub (hd.why), or for handle's reason; or for begin's, before
 // the opening is flushed. done is then called once with why, also when
 // Step panics (with EndClientGone).
-type looper[T any] struct {
+type looper struct {
 	ctx    context.Context
 	h      *Hub
 	hd     *held
 	out    *writer
-	items  <-chan T
-	handle func(T) string
+	handle func() string
 	// begin, when set, runs at the first Step, before the opening is
 	// flushed: it returns why the stream ends there ("" to go on)
 	begin func() string
@@ -37,11 +36,11 @@ type looper[T any] struct {
 	done func(why string)
 
 	fire    <-chan time.Time // the token's end, when a channel (expiryOf)
+	fired   time.Time        // what fire gave: when the token ended (its token_expiring's expiresAt)
 	started bool             // the first Step ran
 	looped  bool             // among the sweep's streams (h.looped)
 	ended   bool             // end ran
 	woke    int              // what Wait saw (woke…)
-	it      T                // the item Wait took, when woke is wokeItem
 	why     string           // why the stream ended, once it did
 	gone    func() bool      // stops the wake-up at ctx's end (context.AfterFunc)
 }
@@ -51,40 +50,37 @@ const (
 	wokeStart   = iota // nothing yet: the stream begins
 	wokeExpired        // fire fired
 	wokeWake           // held.wake: see step for what it may mean
-	wokeItem
 )
 
 // newLooper returns the rest of a stream whose opening out holds (see
 // looper); set its begin and done before it runs.
-func newLooper[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-chan T, handle func(T) string) *looper[T] {
-	return &looper[T]{ctx: ctx, h: h, hd: hd, out: out, items: items, handle: handle}
+func newLooper(ctx context.Context, h *Hub, hd *held, out *writer, handle func() string) *looper {
+	return &looper{ctx: ctx, h: h, hd: hd, out: out, handle: handle}
 }
 
 // Wait blocks until the stream has something to do. Its frame is all an
 // idle stream holds on its goroutine's stack besides its caller's (and the
 // runtime's select): no local of the stream's opening or its handlers.
-func (l *looper[T]) Wait() {
+func (l *looper) Wait() {
 	switch {
 	case !l.started:
 		l.woke = wokeStart
-	case l.fire == nil && l.items == nil: // a room stream's
+	case l.fire == nil:
 		<-l.hd.wake
 		l.woke = wokeWake
 	default:
 		select {
 		case <-l.hd.wake:
 			l.woke = wokeWake
-		case <-l.fire:
+		case l.fired = <-l.fire:
 			l.woke = wokeExpired
-		case l.it = <-l.items:
-			l.woke = wokeItem
 		}
 	}
 }
 
 // Step does what Wait saw and reports whether the stream goes on; once it
 // reported false, the stream ended and done was called.
-func (l *looper[T]) Step() (goOn bool) {
+func (l *looper) Step() (goOn bool) {
 	why := EndClientGone // should step panic
 	defer func() {
 		if !goOn {
@@ -96,7 +92,7 @@ func (l *looper[T]) Step() (goOn bool) {
 }
 
 // step does what Wait saw; returns why the stream ends ("" to go on).
-func (l *looper[T]) step() string {
+func (l *looper) step() string {
 	h, hd, out := l.h, l.hd, l.out
 	switch l.woke {
 	case wokeStart:
@@ -123,7 +119,7 @@ func (l *looper[T]) step() string {
 		}
 		return ""
 	case wokeExpired:
-		out.write(expiringFrame(hd.expires))
+		out.write(expiringFrame(l.fired))
 		out.flush()
 		return EndTokenExpiry
 	case wokeWake:
@@ -147,17 +143,7 @@ func (l *looper[T]) step() string {
 		if hd.beat.Swap(false) {
 			out.write(pingFrame)
 		}
-		if l.items == nil {
-			if why := l.handle(l.it); why != "" {
-				out.flush()
-				return why
-			}
-		}
-	case wokeItem:
-		it := l.it
-		var zero T
-		l.it = zero // not kept while idle
-		if why := l.handle(it); why != "" {
+		if why := l.handle(); why != "" {
 			out.flush()
 			return why
 		}
@@ -174,7 +160,7 @@ func (l *looper[T]) step() string {
 }
 
 // end leaves the sweep's streams and calls done, once.
-func (l *looper[T]) end(why string) {
+func (l *looper) end(why string) {
 	if l.ended {
 		return
 	}

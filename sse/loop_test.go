@@ -11,8 +11,8 @@ import (
 
 // loop runs a looper to its end on the calling goroutine, as a Client
 // that is no Carrier has it run, and returns why the stream ended.
-func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-chan T, handle func(T) string) string {
-	l := newLooper(ctx, h, hd, out, items, handle)
+func loop(ctx context.Context, h *Hub, hd *held, out *writer, handle func() string) string {
+	l := newLooper(ctx, h, hd, out, handle)
 	run(l)
 	return l.why
 }
@@ -36,11 +36,10 @@ func TestLoopEndsWhenTheHandlersFlushFails(t *testing.T) {
 	hd := newHeld(Lease{})
 	out := lent(&failingSender{}, noMetrics{}, KindMe)
 	out.write(retryFrame(0))
-	items := make(chan int, 1)
-	items <- 1
+	hd.signal() // something queued
 	ended := make(chan string, 1)
 	go func() {
-		ended <- loop(context.Background(), h, &hd, out, items, func(int) string {
+		ended <- loop(context.Background(), h, &hd, out, func() string {
 			out.writeEvent([]byte("data: {}\n\n"))
 			out.flush() // its error is the loop's to see
 			return ""
@@ -66,15 +65,14 @@ func TestLooperStepThatPanicsReleasesTheStream(t *testing.T) {
 	h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
 	hd := newHeld(Lease{})
 	out := lent(&failingSender{sends: -10}, noMetrics{}, KindLobby)
-	items := make(chan int, 1)
-	l := newLooper(context.Background(), h, &hd, out, items, func(int) string { panic("in a handler") })
+	l := newLooper(context.Background(), h, &hd, out, func() string { panic("in a handler") })
 	var ended []string
 	l.done = func(why string) { ended = append(ended, why) }
 	l.Wait()
 	if !l.Step() || len(h.looped) != 1 {
 		t.Fatalf("the stream did not begin: %d among the sweep's", len(h.looped))
 	}
-	items <- 1
+	hd.signal() // something queued
 	l.Wait()
 	func() {
 		defer func() {
@@ -164,7 +162,7 @@ func TestLooperWakesOnItsChannel(t *testing.T) {
 			handled := make(chan struct{}, 8)
 			ended := make(chan string, 1)
 			go func() {
-				ended <- loop(ctx, h, &hd, out, nil, func(struct{}) string {
+				ended <- loop(ctx, h, &hd, out, func() string {
 					if tc.name == "Heartbeat" && bytes.HasSuffix(out.buf, pingFrame) { // the ping, then its events
 						out.write([]byte("event\n\n"))
 						return EndSlow

@@ -270,8 +270,8 @@ type mePos struct {
 // stream's events after the opening (up to log position at), with
 // heartbeats while idle. Each logged event written is acknowledged once
 // flushed (Delivered), so the platform's offline inbox starts after it.
-func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, at mePos) *looper[struct{}] {
-	return newLooper(ctx, h, &st.held, out, nil, func(struct{}) (why string) {
+func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, at mePos) *looper {
+	return newLooper(ctx, h, &st.held, out, func() (why string) {
 		batch := st.q.take()
 		defer st.q.recycle(batch)
 		for _, it := range batch {

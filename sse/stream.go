@@ -310,7 +310,7 @@ func (h *Hub) release(st *stream) {
 // while idle; once the stream ended (End…), it releases it.
 func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) Rest {
 	pid := st.lease.PlayerID
-	l := newLooper(ctx, h, &st.held, out, nil, func(struct{}) string {
+	l := newLooper(ctx, h, &st.held, out, func() string {
 		batch, _ := st.take()
 		for _, e := range batch {
 			if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
@@ -491,7 +491,7 @@ func (u *undo) runUnlessCarried() {
 
 // carryLooper runs l, the rest of the stream, calling done and then u
 // when it ends (also when a Step panics), now or later (see carry).
-func carryLooper[T any](u *undo, client Client, l *looper[T], done func(why string)) {
+func carryLooper(u *undo, client Client, l *looper, done func(why string)) {
 	u.carried = true
 	l.done = func(why string) {
 		defer u.run()
