@@ -87,7 +87,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(conte
 // streamClient is r's response as an event stream's client.
 func (s *Server) streamClient(w http.ResponseWriter, r *http.Request) *streamClient {
 	return &streamClient{w: w, rc: http.NewResponseController(w), ctx: streamContext(r),
-		takeable: takeable(r), hangups: s.hangups,
+		x: exchangeFrom(r.Context()), takeable: takeable(r), hangups: s.hangups,
 		carrying: carryingFrom(r.Context())}
 }
 
@@ -97,7 +97,7 @@ func (s *Server) streamClient(w http.ResponseWriter, r *http.Request) *streamCli
 // exchange, the route's context, the identity, each middleware's) an
 // idle stream would keep for its whole life, about 1 KiB. The opening
 // needs none of them: its handler reads what it needs from r first.
-// Any other stream runs on r's context (Detach finds its exchange there).
+// Any other stream runs on r's context.
 func streamContext(r *http.Request) context.Context {
 	if c := carryingFrom(r.Context()); c != nil && !c.opensOnly {
 		return c.base
@@ -137,10 +137,13 @@ const streamWriteTimeout = 10 * time.Second
 
 // streamClient is an SSE response (sse.Client).
 type streamClient struct {
-	w        http.ResponseWriter
-	rc       *http.ResponseController
-	ctx      context.Context // the stream's (streamContext)
-	deadline time.Time       // of writes over HTTP/1.1, moved at most once a second
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context // the stream's (streamContext)
+	// x: the request's exchange, which logs a stream taken over when it
+	// ends (Detach); nil once its rest is carried, which does not keep it
+	x        *exchange
+	deadline time.Time // of writes over HTTP/1.1, moved at most once a second
 	// stall: an HTTP/2 stream's part in the server's stall watch, which
 	// bounds its writes (stalls.go); none over HTTP/1.1
 	stall stallable
@@ -175,6 +178,7 @@ func (c *streamClient) Carry(rest sse.Rest) bool {
 		return false
 	}
 	c.carrying.rest = rest
+	c.x = nil
 	if x, ok := c.w.(*exchange); ok {
 		// the rest writes to net/http's writer itself: the exchange has
 		// recorded the answer (observe), and an idle stream does not keep
@@ -191,9 +195,10 @@ func (c *streamClient) Carry(rest sse.Rest) bool {
 // hijacked, after its headers and opening were flushed as chunks, and
 // becomes an eventLine writing the rest of the chunked body itself,
 // watched by the server's Hangups when it has one; net/http's reader
-// goroutine and buffers go away with the handler. nil
-// for HTTP/2 and TLS (their streams stay with their request: see
-// carryStreams).
+// goroutine and buffers go away with the handler (a room stream's, and a
+// lobby or personal stream's, whose rest the hub then runs on a goroutine
+// of its own). nil for HTTP/2 and TLS (their streams stay with their
+// request: see carryStreams).
 func (c *streamClient) Detach() sse.Line {
 	if !c.takeable {
 		return nil
@@ -203,8 +208,8 @@ func (c *streamClient) Detach() sse.Line {
 		return nil
 	}
 	l := &eventLine{conn: conn, watch: c.hangups.watch(conn)}
-	if x := exchangeFrom(c.ctx); x != nil {
-		x.line = l // the request is counted and logged when the stream ends
+	if c.x != nil {
+		c.x.line = l // the request is counted and logged when the stream ends
 	}
 	return l
 }

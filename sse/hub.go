@@ -123,8 +123,11 @@ type Hub struct {
 	closed  chan struct{} // closed once Close's work is done
 	// linesLeft: the taken-over streams Close's wait left behind
 	linesLeft atomic.Int64
-	loops     sync.WaitGroup
-	seq       atomic.Int64
+	// detached: the looped streams running on a goroutine of their own,
+	// their connection taken over (detachLooper)
+	detached atomic.Int64
+	loops    sync.WaitGroup
+	seq      atomic.Int64
 	// openings counts the streams opened; burst, of the watch loop, when
 	// their bursts end (burst.go)
 	openings atomic.Int64

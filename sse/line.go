@@ -287,6 +287,8 @@ func (h *Hub) sweep(context.Context) {
 		switch {
 		case !hd.endAt.IsZero() && !now.Before(hd.endAt):
 			hd.end(deadlineEnd(hd.expires))
+		case hd.line != nil && !hd.line.Alive():
+			hd.end(EndClientGone)
 		case hd.lastWrite.Load() <= idle:
 			hd.beat.Store(true)
 			hd.signal()
@@ -295,7 +297,8 @@ func (h *Hub) sweep(context.Context) {
 }
 
 // endLines ends every taken-over stream (EndShutdown) and waits, at most
-// wait and until ctx ends, until they have hung up and released their
+// wait and until ctx ends, until they, and the detached looped streams
+// (ended by the hub's done: looper.step), have hung up and released their
 // leases; returns how many had not by then.
 func (h *Hub) endLines(ctx context.Context, wait time.Duration) (left int) {
 	h.mu.Lock()
@@ -311,6 +314,7 @@ func (h *Hub) endLines(ctx context.Context, wait time.Duration) (left int) {
 		h.mu.Lock()
 		left = len(h.lines)
 		h.mu.Unlock()
+		left += int(h.detached.Load())
 		if left == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
 			return left
 		}

@@ -190,7 +190,7 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 // pumpLobby is the rest of lobby stream st (see looper): it flushes the
 // first list, then writes the stream's changes, with heartbeats while idle.
 func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) *looper {
-	return newLooper(ctx, h, &st.held, out, func() string {
+	return newLooper(ctx, h, &st.held, out, func(ctx context.Context) string {
 		batch := st.q.take()
 		defer st.q.recycle(batch)
 		for _, it := range batch {

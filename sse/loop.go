@@ -24,14 +24,16 @@ import (
 // the opening is flushed. done is then called once with why, also when
 // Step panics (with EndClientGone).
 type looper struct {
-	ctx    context.Context
-	h      *Hub
-	hd     *held
-	out    *writer
-	handle func() string
+	ctx context.Context
+	h   *Hub
+	hd  *held
+	out *writer
+	// handle and begin get the stream's context: the request's, or the
+	// stream's own once its connection was taken over (detachLooper)
+	handle func(ctx context.Context) string
 	// begin, when set, runs at the first Step, before the opening is
 	// flushed: it returns why the stream ends there ("" to go on)
-	begin func() string
+	begin func(ctx context.Context) string
 	// done is called once the stream ended, with why
 	done func(why string)
 
@@ -54,7 +56,7 @@ const (
 
 // newLooper returns the rest of a stream whose opening out holds (see
 // looper); set its begin and done before it runs.
-func newLooper(ctx context.Context, h *Hub, hd *held, out *writer, handle func() string) *looper {
+func newLooper(ctx context.Context, h *Hub, hd *held, out *writer, handle func(context.Context) string) *looper {
 	return &looper{ctx: ctx, h: h, hd: hd, out: out, handle: handle}
 }
 
@@ -98,7 +100,7 @@ func (l *looper) step() string {
 	case wokeStart:
 		l.started = true
 		if l.begin != nil {
-			if why := l.begin(); why != "" {
+			if why := l.begin(l.ctx); why != "" {
 				return why
 			}
 		}
@@ -143,7 +145,7 @@ func (l *looper) step() string {
 		if hd.beat.Swap(false) {
 			out.write(pingFrame)
 		}
-		if why := l.handle(); why != "" {
+		if why := l.handle(l.ctx); why != "" {
 			out.flush()
 			return why
 		}

@@ -11,7 +11,7 @@ import (
 
 // loop runs a looper to its end on the calling goroutine, as a Client
 // that is no Carrier has it run, and returns why the stream ended.
-func loop(ctx context.Context, h *Hub, hd *held, out *writer, handle func() string) string {
+func loop(ctx context.Context, h *Hub, hd *held, out *writer, handle func(context.Context) string) string {
 	l := newLooper(ctx, h, hd, out, handle)
 	run(l)
 	return l.why
@@ -39,7 +39,7 @@ func TestLoopEndsWhenTheHandlersFlushFails(t *testing.T) {
 	hd.signal() // something queued
 	ended := make(chan string, 1)
 	go func() {
-		ended <- loop(context.Background(), h, &hd, out, func() string {
+		ended <- loop(context.Background(), h, &hd, out, func(context.Context) string {
 			out.writeEvent([]byte("data: {}\n\n"))
 			out.flush() // its error is the loop's to see
 			return ""
@@ -65,7 +65,7 @@ func TestLooperStepThatPanicsReleasesTheStream(t *testing.T) {
 	h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
 	hd := newHeld(Lease{})
 	out := lent(&failingSender{sends: -10}, noMetrics{}, KindLobby)
-	l := newLooper(context.Background(), h, &hd, out, func() string { panic("in a handler") })
+	l := newLooper(context.Background(), h, &hd, out, func(context.Context) string { panic("in a handler") })
 	var ended []string
 	l.done = func(why string) { ended = append(ended, why) }
 	l.Wait()
@@ -162,7 +162,7 @@ func TestLooperWakesOnItsChannel(t *testing.T) {
 			handled := make(chan struct{}, 8)
 			ended := make(chan string, 1)
 			go func() {
-				ended <- loop(ctx, h, &hd, out, func() string {
+				ended <- loop(ctx, h, &hd, out, func(context.Context) string {
 					if tc.name == "Heartbeat" && bytes.HasSuffix(out.buf, pingFrame) { // the ping, then its events
 						out.write([]byte("event\n\n"))
 						return EndSlow

@@ -241,7 +241,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	// a lost inbox's snapshot, once written, moves the cursor past what is
 	// gone, replay or none
 	replayed := len(o.Replay) > 0 || o.Lost
-	l.begin = func() string {
+	l.begin = func(ctx context.Context) string {
 		if end != "" {
 			out.flush()
 			return end
@@ -271,7 +271,7 @@ type mePos struct {
 // heartbeats while idle. Each logged event written is acknowledged once
 // flushed (Delivered), so the platform's offline inbox starts after it.
 func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, at mePos) *looper {
-	return newLooper(ctx, h, &st.held, out, func() (why string) {
+	return newLooper(ctx, h, &st.held, out, func(ctx context.Context) (why string) {
 		batch := st.q.take()
 		defer st.q.recycle(batch)
 		for _, it := range batch {

@@ -32,6 +32,11 @@ type held struct {
 	wake chan struct{}
 	beat atomic.Bool // a looped stream's heartbeat, asked for by the sweep
 
+	// line: a looped stream's connection once the hub took it over from
+	// its handler (detachLooper), whose client the sweep looks for; nil while
+	// its request holds it. Set before the stream is looped.
+	line Line
+
 	lastWrite atomic.Int64 // Unix ns of the stream's last write
 	endAt     time.Time    // when the token's end ends the stream (zero: never); set before the sweep sees it
 	expires   time.Time    // when its token expires, for its token_expiring frame (expiringFrame); zero: no token end
@@ -310,7 +315,7 @@ func (h *Hub) release(st *stream) {
 // while idle; once the stream ended (End…), it releases it.
 func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) Rest {
 	pid := st.lease.PlayerID
-	l := newLooper(ctx, h, &st.held, out, func() string {
+	l := newLooper(ctx, h, &st.held, out, func(ctx context.Context) string {
 		batch, _ := st.take()
 		for _, e := range batch {
 			if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
@@ -321,7 +326,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 		return ""
 	})
 	if end != "" {
-		l.begin = func() string {
+		l.begin = func(context.Context) string {
 			if out.flush() != nil {
 				return EndWriteError
 			}
@@ -497,7 +502,9 @@ func carryLooper(u *undo, client Client, l *looper, done func(why string)) {
 		defer u.run()
 		done(why)
 	}
-	carry(client, l)
+	if !l.h.detachLooper(client, l) {
+		carry(client, l)
+	}
 }
 
 // sender is what a writer sends its batches to: a Client or a Line.

@@ -424,83 +424,93 @@ func TestHTTP2QuietStreamOutlivesWriteTimeout(t *testing.T) {
 	})
 }
 
-// A shutdown spreads the ends of its HTTP/2 streams as it does those of
-// taken-over HTTP/1.1 streams (TestShutdownSpreadsStreamEnds): 102 streams
-// of every kind (room, lobby, personal) multiplexed over one h2c
-// connection end one by one over the spread, in no order of kind, each
-// with its retry hint, and the process exits cleanly once the last ended.
-func TestShutdownSpreadsHTTP2StreamEnds(t *testing.T) {
+// A shutdown spreads the ends of every kind of stream (room, lobby,
+// personal) as it does those of taken-over HTTP/1.1 room streams
+// (TestShutdownSpreadsStreamEnds): 102 streams multiplexed over one h2c
+// connection (carried: they stay with their request), and 102 over
+// HTTP/1.1 (taken over: the lobby and personal ones keep a goroutine of
+// their own, which the shutdown waits for as net/http does not) end one by
+// one over the spread, in no order of kind, each with its retry hint, and
+// the process exits cleanly once the last ended.
+func TestShutdownSpreadsStreamEndsOfEveryKind(t *testing.T) {
 	t.Parallel()
 	const users, spread = 34, time.Second // 102 streams: min(3 s, 102 / 100 a second), as the floor rate makes it
 	bin := buildBinary(t)
-	env := append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_H2C=true", "REALSYNC_SHUTDOWN_TIMEOUT=9s",
-		"REALSYNC_SSE_SHUTDOWN_SPREAD=") // unset: launchCmd's 0 undone
-	in := start(t, bin, env...)
-	c := newH2Client(t, nil, true)
-	tokens := make([]string, users)
-	for i := range tokens {
-		tokens[i] = c.call(t, "POST", in.url+"/v1/auth/guest", "", map[string]any{"name": fmt.Sprint("p", i)}, 201)["token"].(string)
-	}
-	created := c.call(t, "POST", in.url+"/v1/rooms", tokens[0], map[string]any{"name": "r", "mode": "h2", "region": "eu", "maxPlayers": 100}, 201)
-	id := created["room"].(map[string]any)["id"].(string)
-	for _, tok := range tokens[1:] {
-		c.call(t, "POST", in.url+"/v1/rooms/"+id+"/join", tok, nil, 200)
-	}
-	kinds := []struct{ path, first string }{
-		{"/v1/rooms/" + id + "/events", "snapshot"},
-		{"/v1/lobby/events?mode=h2&region=eu", "rooms"},
-		{"/v1/me/events?platform=pc", "snapshot"},
-	}
-	var all []*stream
-	for _, tok := range tokens {
-		for _, k := range kinds {
-			s := c.open(t, in.url, k.path, tok)
-			s.wait(t, k.first, 10*time.Second, func(es []string, _ int) bool { return len(es) > 0 && es[0] == k.first })
-			all = append(all, s)
-		}
-	}
-	if n := c.dials.Load(); n != 1 {
-		t.Fatalf("%d connections dialed, want the streams on 1", n)
-	}
-	term := time.Now()
-	in.stop(t) // a stream left open would hold the shutdown to its timeout: exit 1
-	ends := make([]time.Duration, len(all))
-	for i, s := range all {
-		select {
-		case <-s.ended:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s still open after the shutdown", s.path)
-		}
-		s.mu.Lock()
-		ends[i] = s.endedAt.Sub(term)
-		if s.retry < 500 || s.retry >= 2000 {
-			t.Errorf("%s ended with retry %d ms, want 500..1999", s.path, s.retry)
-		}
-		s.mu.Unlock()
-	}
-	first, last := slices.Min(ends), slices.Max(ends)
-	t.Logf("the %d streams ended from %s to %s after SIGTERM (spread %s)", len(all), first.Round(time.Millisecond), last.Round(time.Millisecond), spread)
-	if first < spread/time.Duration(len(all)) {
-		t.Errorf("a stream ended %s after SIGTERM, before the spread's first share was due", first)
-	}
-	if last < spread {
-		t.Errorf("the last stream ended %s after SIGTERM, before the spread (%s) was over", last, spread)
-	}
-	if last-first < spread/2 {
-		t.Errorf("the streams ended within %s of each other, want them spread over %s", last-first, spread)
-	}
-	// each kind's ends are spread too: the streams are ended in a random
-	// order, not kind by kind
-	for k, kind := range kinds {
-		var of []time.Duration
-		for i := k; i < len(ends); i += len(kinds) {
-			of = append(of, ends[i])
-		}
-		if d := slices.Max(of) - slices.Min(of); d < spread/2 {
-			t.Errorf("the %s streams ended within %s of each other, want them spread over %s", kind.path, d, spread)
-		}
-	}
-	if logs := in.logText(); !strings.Contains(logs, "ending the streams over the shutdown's spread\" streams=102 spread=1.02s") {
-		t.Errorf("the shutdown's log does not name the spread:\n%s", grep(logs, "spread"))
+	for _, tc := range []struct {
+		name  string
+		http2 bool
+	}{{"h2c", true}, {"HTTP/1.1", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_H2C=true", "REALSYNC_SHUTDOWN_TIMEOUT=9s",
+				"REALSYNC_SSE_SHUTDOWN_SPREAD=") // unset: launchCmd's 0 undone
+			in := start(t, bin, env...)
+			c := newH2Client(t, nil, tc.http2)
+			tokens := make([]string, users)
+			for i := range tokens {
+				tokens[i] = c.call(t, "POST", in.url+"/v1/auth/guest", "", map[string]any{"name": fmt.Sprint("p", i)}, 201)["token"].(string)
+			}
+			created := c.call(t, "POST", in.url+"/v1/rooms", tokens[0], map[string]any{"name": "r", "mode": "h2", "region": "eu", "maxPlayers": 100}, 201)
+			id := created["room"].(map[string]any)["id"].(string)
+			for _, tok := range tokens[1:] {
+				c.call(t, "POST", in.url+"/v1/rooms/"+id+"/join", tok, nil, 200)
+			}
+			kinds := []struct{ path, first string }{
+				{"/v1/rooms/" + id + "/events", "snapshot"},
+				{"/v1/lobby/events?mode=h2&region=eu", "rooms"},
+				{"/v1/me/events?platform=pc", "snapshot"},
+			}
+			var all []*stream
+			for _, tok := range tokens {
+				for _, k := range kinds {
+					s := c.open(t, in.url, k.path, tok)
+					s.wait(t, k.first, 10*time.Second, func(es []string, _ int) bool { return len(es) > 0 && es[0] == k.first })
+					all = append(all, s)
+				}
+			}
+			if n := c.dials.Load(); tc.http2 && n != 1 {
+				t.Fatalf("%d connections dialed, want the streams on 1", n)
+			}
+			term := time.Now()
+			in.stop(t) // a stream left open would hold the shutdown to its timeout: exit 1
+			ends := make([]time.Duration, len(all))
+			for i, s := range all {
+				select {
+				case <-s.ended:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s still open after the shutdown", s.path)
+				}
+				s.mu.Lock()
+				ends[i] = s.endedAt.Sub(term)
+				if s.retry < 500 || s.retry >= 2000 {
+					t.Errorf("%s ended with retry %d ms, want 500..1999", s.path, s.retry)
+				}
+				s.mu.Unlock()
+			}
+			first, last := slices.Min(ends), slices.Max(ends)
+			t.Logf("the %d streams ended from %s to %s after SIGTERM (spread %s)", len(all), first.Round(time.Millisecond), last.Round(time.Millisecond), spread)
+			if first < spread/time.Duration(len(all)) {
+				t.Errorf("a stream ended %s after SIGTERM, before the spread's first share was due", first)
+			}
+			if last < spread {
+				t.Errorf("the last stream ended %s after SIGTERM, before the spread (%s) was over", last, spread)
+			}
+			if last-first < spread/2 {
+				t.Errorf("the streams ended within %s of each other, want them spread over %s", last-first, spread)
+			}
+			// each kind's ends are spread too: the streams are ended in a
+			// random order, not kind by kind
+			for k, kind := range kinds {
+				var of []time.Duration
+				for i := k; i < len(ends); i += len(kinds) {
+					of = append(of, ends[i])
+				}
+				if d := slices.Max(of) - slices.Min(of); d < spread/2 {
+					t.Errorf("the %s streams ended within %s of each other, want them spread over %s", kind.path, d, spread)
+				}
+			}
+			if logs := in.logText(); !strings.Contains(logs, "ending the streams over the shutdown's spread\" streams=102 spread=1.02s") {
+				t.Errorf("the shutdown's log does not name the spread:\n%s", grep(logs, "spread"))
+			}
+		})
 	}
 }

@@ -1,0 +1,55 @@
+package sse
+
+import "context"
+
+// detachLooper takes the connection of looped stream l's client over, when the
+// client can give it up (Detacher: plain HTTP/1.1) and the stream's end
+// is a time, not a channel (an API key's revocation is watched through
+// its request's context): the opening is flushed, l's writer writes to
+// the Line, and l runs to its end on a goroutine of its own, so that the
+// handler returns and the HTTP server's goroutines, buffers and request go
+// with it. That was most of an idle personal stream over HTTP/1.1: two
+// goroutines, net/http's 4 KiB read and write buffers
+// (docs/PERFORMANCE-HISTORY.md, "Lobby and personal streams taken over").
+// The stream's context is then its own, with its request's values (the
+// token's end), cancelled once the stream ended: the request's ends with
+// its handler. A client gone is seen by the sweep (Line.Alive), as a
+// taken-over room stream's. Reports whether it did; false leaves l to the
+// request (carry).
+func (h *Hub) detachLooper(c Client, l *looper) bool {
+	d, ok := c.(Detacher)
+	if !ok {
+		return false
+	}
+	if _, _, ok := deadlineOf(l.ctx); !ok || l.ctx.Err() != nil || l.out.flush() != nil {
+		return false
+	}
+	line := d.Detach()
+	if line == nil {
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(l.ctx))
+	l.ctx, l.out.c, l.hd.line = ctx, line, line
+	done := l.done
+	l.done = func(why string) {
+		// released first, as when its request held it: a client that saw
+		// its stream end may open another at once, at its user's cap
+		if done != nil {
+			done(why)
+		}
+		cancel()
+		line.End(nil) // the stream's last frames are written already
+	}
+	h.detached.Add(1)
+	go func() {
+		defer h.detached.Add(-1)
+		defer func() {
+			// Step released the stream (looper.Step); the panic ends here
+			if v := recover(); v != nil {
+				h.cfg.Log.Error("sse: a detached stream panicked", "panic", v, "user", l.hd.lease.UserID)
+			}
+		}()
+		run(l)
+	}()
+	return true
+}

@@ -1,0 +1,146 @@
+package sse
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// detachable is a Client whose connection the hub may take over: its
+// Line records what is sent and ended, and says the client is gone once
+// gone is set.
+type detachable struct {
+	recordingSender // what went through the request (the opening)
+	line            *recordingLine
+}
+
+func (d *detachable) Start()       {}
+func (d *detachable) Detach() Line { return d.line }
+
+type recordingLine struct {
+	recordingSender
+	mu    sync.Mutex
+	gone  bool
+	ended int
+}
+
+func (l *recordingLine) Alive() bool { l.mu.Lock(); defer l.mu.Unlock(); return !l.gone }
+func (l *recordingLine) End(final []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended++
+}
+
+func (l *recordingLine) endedTimes() int { l.mu.Lock(); defer l.mu.Unlock(); return l.ended }
+
+// A looped stream whose client gives up its connection runs on a
+// goroutine of its own once its opening went through the request: what
+// it writes goes to the Line, on a context that outlives the request's;
+// the sweep ends it once its client is gone; it is released before its
+// body ends, once; a Step that panics releases it too, and is logged. A
+// stream whose end is a channel (an API key's revocation, watched through
+// its request's context) stays with its request.
+func TestDetachLooper(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		end    func(ctx context.Context) context.Context
+		panics bool
+		taken  bool
+	}{
+		{"client gone", func(ctx context.Context) context.Context { return ctx }, false, true},
+		{"a step panics", func(ctx context.Context) context.Context { return ctx }, true, true},
+		{"an end by a channel", func(ctx context.Context) context.Context {
+			return WithTokenExpiry(ctx, make(chan time.Time))
+		}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{},
+				cfg: Config{Log: slog.New(slog.NewTextHandler(&logs, nil)), Heartbeat: time.Hour}}
+			hd := newHeld(Lease{UserID: "u"})
+			c := &detachable{line: &recordingLine{}}
+			out := lent(c, noMetrics{}, KindMe)
+			out.write([]byte("opening\n\n"))
+			req, endRequest := context.WithCancel(context.Background())
+			defer endRequest()
+			var handled []context.Context
+			l := newLooper(tc.end(req), h, &hd, out, func(ctx context.Context) string {
+				handled = append(handled, ctx)
+				if tc.panics {
+					panic("in a handler")
+				}
+				out.write([]byte("item\n\n"))
+				return ""
+			})
+			released := make(chan string, 2)
+			l.done = func(why string) {
+				if c.line.endedTimes() != 0 {
+					t.Error("the body ended before the stream was released")
+				}
+				released <- why
+			}
+			if got := h.detachLooper(c, l); got != tc.taken {
+				t.Fatalf("taken over: %v, want %v", got, tc.taken)
+			}
+			if !tc.taken {
+				return
+			}
+			if !bytes.Equal(c.all(), []byte("opening\n\n")) {
+				t.Fatalf("through the request: %q, want the opening alone", c.all())
+			}
+			endRequest() // the handler returned
+			hd.signal()  // something queued
+			waitFor(t, "the item handled", func() bool { return len(c.line.all()) > 0 || tc.panics && len(released) > 0 })
+			if tc.panics {
+				if why := receive(t, released); why != EndClientGone {
+					t.Fatalf("released for %q", why)
+				}
+				// logged by the stream's goroutine once it recovered
+				waitFor(t, "the stream's goroutine's end", func() bool { return h.detached.Load() == 0 })
+				if !bytes.Contains(logs.Bytes(), []byte("panicked")) {
+					t.Fatalf("logged %q", logs.String())
+				}
+			} else {
+				if handled[0].Err() != nil || !bytes.Equal(c.line.all(), []byte("item\n\n")) {
+					t.Fatalf("handled on a context ended with the request (%v), wrote %q to the line", handled[0].Err(), c.line.all())
+				}
+				c.line.mu.Lock()
+				c.line.gone = true
+				c.line.mu.Unlock()
+				h.sweep(context.Background())
+				if why := receive(t, released); why != EndClientGone {
+					t.Fatalf("released for %q", why)
+				}
+			}
+			waitFor(t, "the body ended", func() bool { return c.line.endedTimes() == 1 && h.detached.Load() == 0 })
+			if len(released) != 0 || c.line.endedTimes() != 1 {
+				t.Fatal("released or ended twice")
+			}
+		})
+	}
+}
+
+// receive receives from c within 10 s.
+func receive[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10 s")
+		panic("unreachable")
+	}
+}
+
+// waitFor waits up to 10 s for ok.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 10 s", what)
+		}
+	}
+}
