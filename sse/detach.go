@@ -21,11 +21,25 @@ func (h *Hub) detachLooper(c Client, l *looper) bool {
 	if !ok {
 		return false
 	}
-	if _, _, ok := deadlineOf(l.ctx); !ok || l.ctx.Err() != nil || l.out.flush() != nil {
+	if _, _, ok := deadlineOf(l.ctx); !ok || l.ctx.Err() != nil {
 		return false
 	}
-	line := d.Detach()
+	// counted before the shutdown is looked at: a Close that begins after
+	// this waits for the stream (endLines); one that began before leaves
+	// it to its request, which the HTTP server's shutdown waits for
+	h.detached.Add(1)
+	select {
+	case <-h.done:
+		h.detached.Add(-1)
+		return false
+	default:
+	}
+	var line Line
+	if l.out.flush() == nil {
+		line = d.Detach()
+	}
 	if line == nil {
+		h.detached.Add(-1)
 		return false
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(l.ctx))
@@ -40,7 +54,6 @@ func (h *Hub) detachLooper(c Client, l *looper) bool {
 		cancel()
 		line.End(nil) // the stream's last frames are written already
 	}
-	h.detached.Add(1)
 	go func() {
 		defer h.detached.Add(-1)
 		defer func() {

@@ -45,16 +45,20 @@ func (l *recordingLine) endedTimes() int { l.mu.Lock(); defer l.mu.Unlock(); ret
 // its request's context) stays with its request.
 func TestDetachLooper(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		end    func(ctx context.Context) context.Context
-		panics bool
-		taken  bool
+		name     string
+		end      func(ctx context.Context) context.Context
+		panics   bool
+		taken    bool
+		shutdown bool // the hub's Close began first
 	}{
-		{"client gone", func(ctx context.Context) context.Context { return ctx }, false, true},
-		{"a step panics", func(ctx context.Context) context.Context { return ctx }, true, true},
+		{"client gone", func(ctx context.Context) context.Context { return ctx }, false, true, false},
+		{"a step panics", func(ctx context.Context) context.Context { return ctx }, true, true, false},
 		{"an end by a channel", func(ctx context.Context) context.Context {
 			return WithTokenExpiry(ctx, make(chan time.Time))
-		}, false, false},
+		}, false, false, false},
+		// left to its request, which the HTTP server's shutdown waits for:
+		// the hub's may have stopped waiting for detached streams
+		{"a shutdown begun", func(ctx context.Context) context.Context { return ctx }, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
@@ -82,10 +86,16 @@ func TestDetachLooper(t *testing.T) {
 				}
 				released <- why
 			}
+			if tc.shutdown {
+				close(h.done)
+			}
 			if got := h.detachLooper(c, l); got != tc.taken {
 				t.Fatalf("taken over: %v, want %v", got, tc.taken)
 			}
 			if !tc.taken {
+				if n := h.detached.Load(); n != 0 || c.line.endedTimes() != 0 {
+					t.Fatalf("not taken over, yet %d detached streams counted, its line ended %d times", n, c.line.endedTimes())
+				}
 				return
 			}
 			if !bytes.Equal(c.all(), []byte("opening\n\n")) {
