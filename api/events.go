@@ -191,6 +191,10 @@ func (c *streamClient) Carry(rest sse.Rest) bool {
 	return true
 }
 
+// Detachable implements sse.Detacher: a plain HTTP/1.1 stream's
+// connection can be taken over (Detach).
+func (c *streamClient) Detachable() bool { return c.takeable }
+
 // Detach implements sse.Detacher: a plain HTTP/1.1 stream's connection is
 // hijacked, after its headers and opening were flushed as chunks, and
 // becomes an eventLine writing the rest of the chunked body itself,

@@ -18,7 +18,7 @@ import "context"
 // request (carry).
 func (h *Hub) detachLooper(c Client, l *looper) bool {
 	d, ok := c.(Detacher)
-	if !ok {
+	if !ok || !d.Detachable() {
 		return false
 	}
 	if _, _, ok := deadlineOf(l.ctx); !ok || l.ctx.Err() != nil {
@@ -47,12 +47,15 @@ func (h *Hub) detachLooper(c Client, l *looper) bool {
 	done := l.done
 	l.done = func(why string) {
 		// released first, as when its request held it: a client that saw
-		// its stream end may open another at once, at its user's cap
+		// its stream end may open another at once, at its user's cap; the
+		// connection ends even if the release panics
+		defer func() {
+			cancel()
+			line.End(nil) // the stream's last frames are written already
+		}()
 		if done != nil {
 			done(why)
 		}
-		cancel()
-		line.End(nil) // the stream's last frames are written already
 	}
 	go func() {
 		defer h.detached.Add(-1)

@@ -17,8 +17,9 @@ type detachable struct {
 	line            *recordingLine
 }
 
-func (d *detachable) Start()       {}
-func (d *detachable) Detach() Line { return d.line }
+func (d *detachable) Start()           {}
+func (d *detachable) Detachable() bool { return true }
+func (d *detachable) Detach() Line     { return d.line }
 
 type recordingLine struct {
 	recordingSender
@@ -126,6 +127,9 @@ func TestDetachLooper(t *testing.T) {
 				}
 			}
 			waitFor(t, "the body ended", func() bool { return c.line.endedTimes() == 1 && h.detached.Load() == 0 })
+			if len(handled) > 0 && handled[0].Err() == nil {
+				t.Error("the stream's context outlived the stream")
+			}
 			if len(released) != 0 || c.line.endedTimes() != 1 {
 				t.Fatal("released or ended twice")
 			}

@@ -43,6 +43,10 @@ type TrySender interface {
 // with its handler. After a Line was returned the handler must return
 // without writing anything more.
 type Detacher interface {
+	// Detachable reports, without side effects, whether Detach may
+	// return a Line: false leaves the opening unflushed, for its rest to
+	// write (HTTP/2, TLS).
+	Detachable() bool
 	Detach() Line
 }
 
@@ -62,7 +66,7 @@ func sweepEvery(hb time.Duration) time.Duration { return min(lineTick, hb/2) }
 // hub's sweep. Reports whether it did; false leaves st to the handler.
 func (h *Hub) takeOver(ctx context.Context, c Client, st *stream, out *writer, sent int64) bool {
 	d, ok := c.(Detacher)
-	if !ok {
+	if !ok || !d.Detachable() {
 		return false
 	}
 	endAt, expires, ok := deadlineOf(ctx)
@@ -297,9 +301,12 @@ func (h *Hub) sweep(context.Context) {
 }
 
 // endLines ends every taken-over stream (EndShutdown) and waits, at most
-// wait and until ctx ends, until they, and the detached looped streams
-// (ended by the hub's done: looper.step), have hung up and released their
-// leases; returns how many had not by then.
+// wait and until ctx ends, until they have hung up and released their
+// leases; and, until ctx ends, until the detached looped streams (ended by
+// the hub's done: looper.step) have too: those the HTTP server's shutdown
+// used to wait for while their request held them, and one whose client
+// stopped reading may take its write timeout. Returns how many had not
+// by then.
 func (h *Hub) endLines(ctx context.Context, wait time.Duration) (left int) {
 	h.mu.Lock()
 	sts := make([]*stream, 0, len(h.lines))
@@ -312,11 +319,11 @@ func (h *Hub) endLines(ctx context.Context, wait time.Duration) (left int) {
 	}
 	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
 		h.mu.Lock()
-		left = len(h.lines)
+		lines := len(h.lines)
 		h.mu.Unlock()
-		left += int(h.detached.Load())
-		if left == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			return left
+		detached := int(h.detached.Load())
+		if ctx.Err() != nil || detached == 0 && (lines == 0 || !time.Now().Before(deadline)) {
+			return lines + detached
 		}
 	}
 }
