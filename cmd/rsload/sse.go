@@ -657,7 +657,10 @@ func (r *Report) print(w io.Writer, c Config) {
 	if r.RSSSettledKiB != 0 {
 		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
 	}
-	if r.ServerCPUSeconds != 0 {
+	if r.ServerCPUSeconds != 0 || r.RSSStreamsKiB != 0 {
+		// measured (-rss-pid) even when it read 0: the kernel counts a
+		// process' CPU in ticks, and a smoke run's few events may take less
+		// than one
 		fmt.Fprintf(w, "  server CPU  %.2f s from the first write to the last delivery: %.1f µs per event delivered\n", r.ServerCPUSeconds, r.ServerCPUPerEvent)
 	}
 	if r.ServerCloseCPUSeconds != 0 {
