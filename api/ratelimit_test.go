@@ -173,15 +173,7 @@ func TestInboxKeepsAShareForFollowedSenders(t *testing.T) {
 			dan, danID := e.guest("dan")
 			want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, danID}}), 200, "")
 			msg := map[string]any{"type": "chat", "data": "hi"}
-			for _, name := range []string{"mallory", "trudy"} {
-				tok, _ := e.guest(name)
-				for range 2 {
-					want(t, e.do("POST", "/v1/users/"+bobID+"/messages", tok, msg), 202, "")
-				}
-			}
-			eve, _ := e.guest("eve")
-			r := e.do("POST", "/v1/users/"+bobID+"/messages", eve, msg)
-			want429(t, r, "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			r := fillInboxFromStrangers(t, e, bobID, msg)
 			if d, _ := r.body["detail"].(string); !strings.Contains(d, "to this user (a sender") {
 				t.Fatalf("a stranger refused: %q, want it to name the user's inbox", d)
 			}
@@ -283,14 +275,7 @@ func TestInboxSparesAPIKeysFromStrangers(t *testing.T) {
 	e := limitedEnv(t, redistestEmbedded, "messages=4/h", func(c *api.Config, _ *store.Store, _ string) { c.APIKeys = keys })
 	_, bobID := e.guest("bob")
 	msg := map[string]any{"type": "chat", "data": "hi"}
-	for _, name := range []string{"mallory", "trudy"} {
-		tok, _ := e.guest(name)
-		for range 2 {
-			want(t, e.do("POST", "/v1/users/"+bobID+"/messages", tok, msg), 202, "")
-		}
-	}
-	eve, _ := e.guest("eve")
-	want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", eve, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+	fillInboxFromStrangers(t, e, bobID, msg)
 	for range 2 {
 		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", "", msg, "X-API-Key", key), 202, "")
 	}
@@ -634,4 +619,21 @@ func TestRateLimitsOff(t *testing.T) {
 			t.Fatalf("headers with limits off: %v", r.header)
 		}
 	}
+}
+
+// fillInboxFromStrangers sends msg to user to from two strangers, twice
+// each, filling its inbox's strangers' bucket (messages=4/h), and returns
+// a third stranger's send, checked refused 429 ROOM_RATE_LIMITED.
+func fillInboxFromStrangers(t *testing.T, e *env, to string, msg map[string]any) resp {
+	t.Helper()
+	for _, name := range []string{"mallory", "trudy"} {
+		tok, _ := e.guest(name)
+		for range 2 {
+			want(t, e.do("POST", "/v1/users/"+to+"/messages", tok, msg), 202, "")
+		}
+	}
+	eve, _ := e.guest("eve")
+	r := e.do("POST", "/v1/users/"+to+"/messages", eve, msg)
+	want429(t, r, "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+	return r
 }
