@@ -236,16 +236,19 @@ func (h *Hub) tryDrain(st *stream, out *writer) bool {
 	return true
 }
 
-// hangUp ends a taken-over stream: its last frame (endFrame: the
-// shutdown's or the lifetime's retry, the token_expiring event), the end
-// of the body, the metrics, then its presence lease and its room. The drain stays busy: nothing is written
-// after.
+// hangUp ends a taken-over stream: the metrics, its presence lease and
+// its room (ended: after the end for a lapsed stream, whose Redis may not
+// answer), then its last frame (endFrame: the shutdown's or the
+// lifetime's retry, the token_expiring event) and the end of the body, as
+// when its request held it: a client that reconnects once its body ended
+// finds its place among its user's streams free. The drain stays busy:
+// nothing is written after.
 func (h *Hub) hangUp(st *stream, out *writer) {
 	why := st.why
-	st.line.End(endFrame(why, st.expires))
 	h.cfg.Metrics.StreamEnded(KindRoom, why)
 	h.cfg.Log.Debug("sse: stream ended", "room", st.lease.Room, "player", st.lease.PlayerID, "why", why)
-	h.finish(st.room, st)
+	h.ended(st.room, st, why)
+	st.line.End(endFrame(why, st.expires))
 	h.mu.Lock()
 	delete(h.lines, st)
 	h.mu.Unlock()

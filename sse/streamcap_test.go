@@ -127,3 +127,56 @@ func TestLostUserLeasesRecordedOrStreamsEnd(t *testing.T) {
 		}
 	})
 }
+
+// lineClient is a client whose connection the hub takes over once its
+// opening is written (as api's streamClient over plain HTTP/1.1): what
+// follows goes through it as a Line, and atEnd runs when the hub ends the
+// body, before the end is written.
+type lineClient struct {
+	*client
+	atEnd func()
+	ended chan struct{}
+}
+
+func (c *lineClient) Detachable() bool { return true }
+func (c *lineClient) Detach() sse.Line  { return c }
+func (c *lineClient) Alive() bool       { return true }
+func (c *lineClient) End([]byte) {
+	c.atEnd()
+	close(c.ended)
+}
+
+// A taken-over room stream that the server ends (here its player leaves)
+// gives its place among its user's streams back before its body ends, as
+// a stream its request holds does: a client that reconnects as soon as it
+// reads the end is not refused STREAM_LIMIT by its own old stream.
+func TestTakenOverStreamFreesItsPlaceBeforeItsEnd(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		var logs testlog.Buffer
+		e, prefix := newCapEnv(t, b, 1, &logs)
+		ctx := context.Background()
+		id := e.room(t, bob) // bob keeps the room open once alice leaves
+		var held int64 = -1
+		keys := make(chan string, 1)
+		cl := &lineClient{client: newClient(), ended: make(chan struct{}),
+			atEnd: func() { held = e.st.Client().ZCard(ctx, <-keys).Val() }}
+		go e.hub.Serve(ctx, cl, alice, id, sse.Cursor{})
+		cl.waitFor(t, 2)
+		key := e.streamsKey(t, prefix, alice)
+		if n := e.st.Client().ZCard(ctx, key).Val(); n != 1 {
+			t.Fatalf("alice's open stream holds %d places, want 1", n)
+		}
+		keys <- key
+		if err := e.st.Leave(ctx, alice, id); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-cl.ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream of a player who left did not end")
+		}
+		if held != 0 {
+			t.Errorf("alice's stream held %d places of hers when its body ended, want 0", held)
+		}
+	})
+}
