@@ -139,8 +139,8 @@ type lineClient struct {
 }
 
 func (c *lineClient) Detachable() bool { return true }
-func (c *lineClient) Detach() sse.Line  { return c }
-func (c *lineClient) Alive() bool       { return true }
+func (c *lineClient) Detach() sse.Line { return c }
+func (c *lineClient) Alive() bool      { return true }
 func (c *lineClient) End([]byte) {
 	c.atEnd()
 	close(c.ended)
