@@ -65,17 +65,34 @@ func TestDetachedStreamsIdleOutsideTheMiddlewares(t *testing.T) {
 			t.Fatalf("the lobby stream was logged while open:\n%s", e.logs.String())
 		}
 		lobby.close()
+		me.close()
+		// one access line each, once their clients are gone (the sweep
+		// sees them within a second): none written twice
+		routes := []string{`"route":"/v1/lobby/events"`, `"route":"/v1/me/events"`}
+		lines := func() (n [2]int) {
+			for _, line := range strings.Split(e.logs.String(), "\n") {
+				for i, route := range routes {
+					if !strings.Contains(line, route) {
+						continue
+					}
+					if !strings.Contains(line, `"stream":true`) {
+						t.Fatalf("a stream's access line: %s", line)
+					}
+					n[i]++
+				}
+			}
+			return n
+		}
 		deadline = time.Now().Add(10 * time.Second)
-		for !strings.Contains(e.logs.String(), `"route":"/v1/lobby/events"`) {
+		for n := lines(); n[0] == 0 || n[1] == 0; n = lines() {
 			if time.Now().After(deadline) {
-				t.Fatalf("the lobby stream's access line never came:\n%s", e.logs.String())
+				t.Fatalf("access lines of the lobby and personal streams after 10 s: %v, want one each:\n%s", n, e.logs.String())
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		for _, line := range strings.Split(e.logs.String(), "\n") {
-			if strings.Contains(line, `"route":"/v1/lobby/events"`) && !strings.Contains(line, `"stream":true`) {
-				t.Fatalf("the lobby stream's access line: %s", line)
-			}
+		time.Sleep(1500 * time.Millisecond) // a second sweep: a second end would log again
+		if n := lines(); n != [2]int{1, 1} {
+			t.Fatalf("access lines of the lobby and personal streams: %v, want one each:\n%s", n, e.logs.String())
 		}
 	})
 }
