@@ -243,6 +243,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
+	gathered := gatherHTTP2(srv)
 	// ReadHeaderTimeout does not reach HTTP/2: headerDeadline closes a
 	// connection whose first request's headers did not come in time
 	srv.Handler = (&headerDeadline{timeout: cfg.ReadHeaderTimeout}).install(srv, handler)
@@ -251,6 +252,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		return err
 	}
 	ln = withUserTimeout(ln, cfg.TCPUserTimeout, log) // a client that vanished: its stream ends
+	if gathered {
+		ln = gatheringListener{ln} // HTTP/2 connections' writes gathered
+	}
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
 		if err != nil {

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+)
+
+// tcpPair is a loopback TCP connection: the server's end gathered (not
+// yet gathering: gather it), and the client's end.
+func tcpPair(t *testing.T) (*gatheredConn, *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	gl := gatheringListener{ln}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := gl.Accept()
+		accepted <- c
+	}()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := cc.(*net.TCPConn)
+	g, ok := (<-accepted).(*gatheredConn)
+	if !ok {
+		t.Fatal("the gathering listener's connection is no gatheredConn")
+	}
+	t.Cleanup(func() { g.TCPConn.Close(); client.Close() })
+	return g, client
+}
+
+// big is more than a loopback connection's socket buffers hold (Linux
+// grows them up to 4 and 6 MiB): a write of it is not sent until its
+// client reads.
+const big = 32 << 20
+
+// frames returns n numbered frames of varied sizes.
+func frames(n int) [][]byte {
+	fs := make([][]byte, n)
+	for i := range fs {
+		fs[i] = []byte(fmt.Sprintf("frame %d %s\n", i, strings.Repeat("x", i%97)))
+	}
+	return fs
+}
+
+// A gathered connection's writes return once queued and go out in their
+// order; those made while a send is on the wire go out together, in one
+// system call: here a write larger than the sockets' buffers (big), which
+// its client does not read yet, holds the send, 500 frames queue behind
+// it, and once the client reads the frames go in one send. Close sends
+// what waits, then closes; a write after it fails.
+func TestGatheredConnSendsInOrderAndTogether(t *testing.T) {
+	g, client := tcpPair(t)
+	g.gather()
+	want := bytes.Repeat([]byte("b"), big)
+	if n, err := g.Write(want); n != big || err != nil {
+		t.Fatalf("write of %d bytes: %d, %v", big, n, err)
+	}
+	for _, f := range frames(500) {
+		if _, err := g.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, f...)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, not the %d written in their order", len(got), len(want))
+	}
+	if n := g.sends.Load(); n != 2 {
+		t.Errorf("%d sends, want 2: the big write, then the 500 frames queued behind it", n)
+	}
+	// what waits when Close comes is sent first
+	want = nil
+	for _, f := range frames(100) {
+		if _, err := g.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, f...)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(client); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after Close: read %d bytes (%v), want the %d written before it", len(got), err, len(want))
+	}
+	if _, err := g.Write([]byte("late")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("a write after Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// A gathered connection queues at most maxGathered bytes (and one write)
+// while its client does not read: then its writes wait, so that a client
+// that stopped reading holds the server's writes up; once it reads, every
+// byte arrives. An idle connection holds no sender.
+func TestGatheredConnWaitsForRoom(t *testing.T) {
+	g, client := tcpPair(t)
+	g.gather()
+	if _, err := g.Write(bytes.Repeat([]byte("b"), big)); err != nil { // holds the send
+		t.Fatal(err)
+	}
+	const chunk = 1 << 10
+	var accepted atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		for range 4 * maxGathered / chunk {
+			if _, err := g.Write(bytes.Repeat([]byte("c"), chunk)); err != nil {
+				done <- err
+				return
+			}
+			accepted.Add(chunk)
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for accepted.Load() < maxGathered {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes queued in 10 s, want %d", accepted.Load(), maxGathered)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // an unbounded queue takes the rest meanwhile
+	if n := accepted.Load(); n > maxGathered+chunk {
+		t.Fatalf("%d bytes queued while the client read nothing, want at most %d", n, maxGathered+chunk)
+	}
+	read := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(io.Discard, client)
+		read <- n
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the sender's end", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.sending && g.buf == nil
+	})
+	g.Close()
+	if n := <-read; n != big+4*maxGathered {
+		t.Errorf("the client read %d bytes, want %d", n, big+4*maxGathered)
+	}
+}
+
+// A send that fails (the client reset the connection) fails the writes
+// that follow, and Close, bounded, returns.
+func TestGatheredConnFailsAfterAFailedSend(t *testing.T) {
+	g, client := tcpPair(t)
+	g.gather()
+	client.SetLinger(0)
+	client.Close() // a reset
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := g.Write([]byte("frame\n")); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes to a reset connection still succeed after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.Close()
+}
+
+// A connection not gathered (HTTP/1.1) is written as it is: its write
+// deadline fails the write itself, and no sender starts.
+func TestNotGatheredConnWritesAsItIs(t *testing.T) {
+	g, _ := tcpPair(t)
+	g.SetWriteDeadline(time.Now().Add(-time.Second))
+	var ne net.Error
+	if _, err := g.Write([]byte("x")); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a write past its deadline: %v, want a timeout", err)
+	}
+	if g.sends.Load() != 0 || g.sending {
+		t.Error("a connection not gathered sent through a sender")
+	}
+}
+
+// The API server's HTTP/2 hooks gather the connections that speak HTTP/2,
+// over h2c and over TLS (by ALPN); HTTP/1.1 connections, over TLS too, are
+// not gathered.
+func TestHTTP2ConnectionsGathered(t *testing.T) {
+	cert, key, pool := redistest.SelfSigned(t)
+	type connKey struct{}
+	for _, tc := range []struct {
+		name  string
+		p     protocolSettings
+		http2 bool
+	}{
+		{"h2c", protocolSettings{H2C: true}, true},
+		{"HTTP/1.1 beside h2c", protocolSettings{H2C: true}, false},
+		{"TLS, h2", protocolSettings{TLSCert: cert, TLSKey: key}, true},
+		{"TLS, HTTP/1.1", protocolSettings{TLSCert: cert, TLSKey: key}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &http.Server{ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				if tc, ok := c.(*tls.Conn); ok {
+					c = tc.NetConn()
+				}
+				return context.WithValue(ctx, connKey{}, c)
+			}}
+			if err := tc.p.configure(srv); err != nil {
+				t.Fatal(err)
+			}
+			if !gatherHTTP2(srv) {
+				t.Fatal("gatherHTTP2 found no HTTP/2 server")
+			}
+			srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				g, _ := r.Context().Value(connKey{}).(*gatheredConn)
+				fmt.Fprintf(w, "%d %v", r.ProtoMajor, g != nil && g.on.Load())
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go tc.p.serve(srv, gatheringListener{ln})
+			t.Cleanup(func() { srv.Close() })
+			scheme := "http"
+			if tc.p.TLS() {
+				scheme = "https"
+			}
+			res, err := newH2Client(t, pool, tc.http2).Get(scheme + "://" + ln.Addr().String() + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			want := "1 false"
+			if tc.http2 {
+				want = "2 true"
+			}
+			if string(body) != want {
+				t.Errorf("protocol and gathered: %q, want %q", body, want)
+			}
+		})
+	}
+}
