@@ -32,10 +32,11 @@ import (
 //
 // Limits: once maxGathered bytes wait, a write waits for room, so a client
 // that stopped reading holds its server's writes up as before (the stall
-// watch resets its streams, TCP_USER_TIMEOUT drops it). A write error
-// (SetWriteDeadline applies to the writes on the wire) is returned by the
-// writes that follow, as an HTTP/2 server's writes are. Close sends what
-// waits, within closeFlushWait, then closes.
+// watch resets its streams, TCP_USER_TIMEOUT drops it). A failed send is
+// returned by the writes that follow. A write deadline bounds the sends;
+// one that has passed applies once what was written before it is sent
+// (SetWriteDeadline). Close sends what waits, within closeFlushWait, then
+// closes.
 type gatheredConn struct {
 	*net.TCPConn
 	on atomic.Bool // gathered (gather ran)
@@ -120,6 +121,35 @@ func (c *gatheredConn) send() {
 	}
 	c.sending = false
 	c.room.Broadcast()
+}
+
+// SetWriteDeadline sets the deadline of c's sends. Gathered, a deadline
+// that has passed ("the writes from now on fail", as crypto/tls's Close
+// sets once its close_notify is written) first waits for what waits to
+// be sent, under the deadline before it: what was written before it goes
+// out as it would have on an ungathered connection.
+func (c *gatheredConn) SetWriteDeadline(t time.Time) error {
+	if c.on.Load() && !t.IsZero() && !t.After(time.Now()) {
+		c.drain()
+	}
+	return c.TCPConn.SetWriteDeadline(t)
+}
+
+// SetDeadline is SetReadDeadline and SetWriteDeadline.
+func (c *gatheredConn) SetDeadline(t time.Time) error {
+	if err := c.TCPConn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// drain waits until nothing waits to be sent.
+func (c *gatheredConn) drain() {
+	c.mu.Lock()
+	for c.sending {
+		c.room.Wait()
+	}
+	c.mu.Unlock()
 }
 
 // ReadFrom copies r to c through Write once c is gathered (TCPConn's would

@@ -253,3 +253,73 @@ func TestHTTP2ConnectionsGathered(t *testing.T) {
 		})
 	}
 }
+
+// A write deadline that has passed, set on a gathered connection, fails
+// the writes after it, not those before it: crypto/tls's Close writes its
+// close_notify, then sets such a deadline, then closes. Over TLS, what
+// the HTTP/2 server wrote last and the close_notify reach the client.
+func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
+	g, client := tcpPair(t)
+	g.gather()
+	want := bytes.Repeat([]byte("b"), big) // still on the wire when the deadline comes
+	for _, f := range frames(100) {
+		want = append(want, f...)
+	}
+	if _, err := g.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte, 1)
+	go func() {
+		got, _ := io.ReadAll(client)
+		read <- got
+	}()
+	g.SetWriteDeadline(time.Now())
+	var ne net.Error
+	if _, err := g.Write([]byte("late")); err != nil {
+		t.Fatalf("a write after the deadline queued: %v", err)
+	}
+	g.drain()
+	if _, err := g.Write([]byte("later")); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("a write after the deadline's failed send: %v, want a timeout", err)
+	}
+	g.Close()
+	if got := <-read; !bytes.Equal(got, want) {
+		t.Errorf("the client read %d bytes, want the %d written before the deadline", len(got), len(want))
+	}
+
+	// over TLS
+	cert, key, pool := redistest.SelfSigned(t)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, client = tcpPair(t)
+	srv := tls.Server(g, &tls.Config{Certificates: []tls.Certificate{pair}})
+	cl := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	shook := make(chan error, 1)
+	go func() { shook <- cl.Handshake() }()
+	if err := srv.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-shook; err != nil {
+		t.Fatal(err)
+	}
+	g.gather()
+	go func() {
+		got, err := io.ReadAll(cl) // EOF: the close_notify came
+		if err != nil {
+			got = append(got, "; "+err.Error()...)
+		}
+		read <- got
+	}()
+	last := bytes.Repeat([]byte("t"), 1<<20)
+	if _, err := srv.Write(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-read; !bytes.Equal(got, last) {
+		t.Errorf("over TLS the client read %d bytes (%.60q), want the %d written before Close and its close_notify", len(got), got, len(last))
+	}
+}
