@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,27 +34,38 @@ import (
 //
 // Limits: once maxGathered bytes wait, a write waits for room, so a client
 // that stopped reading holds its server's writes up as before (the stall
-// watch resets its streams, TCP_USER_TIMEOUT drops it). A failed send is
-// returned by the writes that follow. A write deadline bounds the sends;
-// one that has passed applies once what was written before it is sent
-// (SetWriteDeadline). Close sends what waits, within closeFlushWait, then
-// closes.
+// watch resets its streams, TCP_USER_TIMEOUT drops it); about 64 KiB
+// wait then, and one send on the wire, where x/net alone held its 4 KiB
+// buffer. A failed send is returned by the writes that follow. A write
+// deadline bounds the sends; one that has passed applies once what was
+// written before it is sent (SetWriteDeadline). A closed connection sends
+// what waits, within closeFlushWait, then closes (Close).
+//
+// Methods of the embedded *net.TCPConn other than those below (CloseWrite,
+// File, SyscallConn, net.Buffers' writev) go around the queue: neither
+// x/net nor crypto/tls uses them on an HTTP/2 connection; HTTP/1.1's do,
+// and they pass through as ever.
 type gatheredConn struct {
 	*net.TCPConn
 	on atomic.Bool // gathered (gather ran)
+	// flushing counts the closed connections whose last sends are under
+	// way (the listener's; nil: not counted)
+	flushing *atomic.Int64
 
 	mu      sync.Mutex
-	room    sync.Cond // a writer waits for room, Close for the sender
+	room    sync.Cond // a writer waits for room, a passed deadline for the sender
 	buf     *[]byte   // waiting to be sent (gatherPool's), nil when none
 	sending bool      // a sender runs
-	err     error     // the first failed send's, or net.ErrClosed
+	err     error     // the first failed send's
 	closed  bool
+	cutoff  bool // a passed write deadline was set: writes fail
 	// sends counts the writes on the wire, for tests
 	sends atomic.Int64
 }
 
 // maxGathered is how many bytes a gathered connection queues before its
-// writers wait (x/net's own buffer is 4 KiB).
+// writers wait (x/net's own buffer is 4 KiB); one send may be on the wire
+// besides.
 const maxGathered = 64 << 10
 
 // gatherPool holds the buffers of the gathered connections' queues.
@@ -61,12 +74,12 @@ var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return
 // maxPooledGather is the largest buffer given back to gatherPool.
 const maxPooledGather = 2 * maxGathered
 
-// closeFlushWait bounds the sends of what waits when a gathered connection
-// closes.
+// closeFlushWait bounds the sends of what waits when a gathered
+// connection closes, or a passed write deadline is set.
 const closeFlushWait = time.Second
 
-func newGatheredConn(c *net.TCPConn) *gatheredConn {
-	g := &gatheredConn{TCPConn: c}
+func newGatheredConn(c *net.TCPConn, flushing *atomic.Int64) *gatheredConn {
+	g := &gatheredConn{TCPConn: c, flushing: flushing}
 	g.room.L = &g.mu
 	return g
 }
@@ -81,11 +94,16 @@ func (c *gatheredConn) Write(p []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.err == nil && c.buf != nil && len(*c.buf) >= maxGathered {
+	for c.err == nil && !c.closed && !c.cutoff && c.buf != nil && len(*c.buf) >= maxGathered {
 		c.room.Wait()
 	}
-	if c.err != nil {
+	switch {
+	case c.closed:
+		return 0, net.ErrClosed
+	case c.err != nil:
 		return 0, c.err
+	case c.cutoff:
+		return 0, os.ErrDeadlineExceeded
 	}
 	if c.buf == nil {
 		c.buf = gatherPool.Get().(*[]byte)
@@ -99,10 +117,9 @@ func (c *gatheredConn) Write(p []byte) (int, error) {
 }
 
 // send writes what waits, and what queued meanwhile, until nothing waits
-// or a write failed.
+// or a send failed; it closes the connection when it was closed meanwhile.
 func (c *gatheredConn) send() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for c.buf != nil && c.err == nil {
 		out := c.buf
 		c.buf = nil
@@ -115,23 +132,48 @@ func (c *gatheredConn) send() {
 			gatherPool.Put(out)
 		}
 		c.mu.Lock()
-		if err != nil && c.err == nil {
+		if err != nil {
 			c.err = err
 		}
 	}
+	c.buf = nil // what a failed send left
 	c.sending = false
 	c.room.Broadcast()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		c.TCPConn.Close()
+		if c.flushing != nil {
+			c.flushing.Add(-1)
+		}
+	}
 }
 
-// SetWriteDeadline sets the deadline of c's sends. Gathered, a deadline
-// that has passed ("the writes from now on fail", as crypto/tls's Close
-// sets once its close_notify is written) first waits for what waits to
-// be sent, under the deadline before it: what was written before it goes
-// out as it would have on an ungathered connection.
+// SetWriteDeadline sets the deadline of c's sends. Gathered, one that has
+// passed ("the writes from now on fail", as crypto/tls's Close sets once
+// its close_notify is written) fails the writes after it at once, and
+// applies once what was written before it is sent (within
+// closeFlushWait): that goes out as it would have on an ungathered
+// connection. A later deadline, or none, lets writes through again.
 func (c *gatheredConn) SetWriteDeadline(t time.Time) error {
-	if c.on.Load() && !t.IsZero() && !t.After(time.Now()) {
-		c.drain()
+	if !c.on.Load() {
+		return c.TCPConn.SetWriteDeadline(t)
 	}
+	c.mu.Lock()
+	if t.IsZero() || t.After(time.Now()) {
+		c.cutoff = false
+		c.mu.Unlock()
+		return c.TCPConn.SetWriteDeadline(t)
+	}
+	c.cutoff = true
+	c.room.Broadcast() // writers waiting for room fail
+	if c.sending {
+		c.TCPConn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+		for c.sending {
+			c.room.Wait()
+		}
+	}
+	c.mu.Unlock()
 	return c.TCPConn.SetWriteDeadline(t)
 }
 
@@ -143,15 +185,6 @@ func (c *gatheredConn) SetDeadline(t time.Time) error {
 	return c.SetWriteDeadline(t)
 }
 
-// drain waits until nothing waits to be sent.
-func (c *gatheredConn) drain() {
-	c.mu.Lock()
-	for c.sending {
-		c.room.Wait()
-	}
-	c.mu.Unlock()
-}
-
 // ReadFrom copies r to c through Write once c is gathered (TCPConn's would
 // write around the queue).
 func (c *gatheredConn) ReadFrom(r io.Reader) (int64, error) {
@@ -161,52 +194,76 @@ func (c *gatheredConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c}, r)
 }
 
-// Close waits for what waits to be sent (within closeFlushWait), then
-// closes the connection; the writes after it fail.
+// Close closes c: at once when nothing waits to be sent, else once it is
+// sent (within closeFlushWait) by the sender, which the caller does not
+// wait for (net/http's Server.Close closes its connections one after
+// another; a shutdown waits for the last sends: gatheringListener's
+// lastSends). Reads end at once, and writes fail. A second Close leaves
+// the first's sends be.
 func (c *gatheredConn) Close() error {
 	if !c.on.Load() {
 		return c.TCPConn.Close()
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return c.TCPConn.Close()
+		return nil
 	}
 	c.closed = true
-	// whatever waits has a sender (Write starts one): it sends it all
+	c.room.Broadcast() // writers waiting for room fail
+	if !c.sending {
+		return c.TCPConn.Close()
+	}
 	c.TCPConn.SetWriteDeadline(time.Now().Add(closeFlushWait))
-	for c.sending {
-		c.room.Wait()
+	c.TCPConn.SetReadDeadline(time.Unix(1, 0))
+	if c.flushing != nil {
+		c.flushing.Add(1)
 	}
-	if c.err == nil {
-		c.err = net.ErrClosed
-	}
-	c.room.Broadcast()
-	c.mu.Unlock()
-	return c.TCPConn.Close()
+	return nil
 }
 
 // gatheringListener wraps each TCP connection it accepts in a
 // gatheredConn, so that the HTTP/2 servers' hooks (gatherHTTP2) can have
 // its writes gathered once it speaks HTTP/2.
-type gatheringListener struct{ net.Listener }
+type gatheringListener struct {
+	net.Listener
+	flushing atomic.Int64 // closed connections whose last sends are under way
+}
 
-func (l gatheringListener) Accept() (net.Conn, error) {
+func (l *gatheringListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if tc, ok := c.(*net.TCPConn); ok && err == nil {
-		return newGatheredConn(tc), nil
+		return newGatheredConn(tc, &l.flushing), nil
 	}
 	return c, err
+}
+
+// lastSends waits, within ctx, until the connections closed so far have
+// sent what waited (each within closeFlushWait); reports whether they did.
+func (l *gatheringListener) lastSends(ctx context.Context) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for l.flushing.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // http2Protos are the keys of an http.Server's HTTP/2 hooks: h2 by ALPN,
 // and h2c by prior knowledge (net/http's key).
 var http2Protos = []string{"h2", "unencrypted_http2"}
 
-// gatherHTTP2 wraps srv's HTTP/2 hooks so that the connection handed to
-// them has its writes gathered, when it is a gatheredConn (the API
-// listener's, gatheringListener). Reports whether srv serves HTTP/2.
-func gatherHTTP2(srv *http.Server) bool {
+// gatherHTTP2 wraps srv's HTTP/2 hooks (h2 by ALPN, h2c) so that the
+// connection handed to them has its writes gathered, and ln so that its
+// connections can be: it returns the listener to serve srv on, and what
+// waits, within a context, for the last sends of the connections closed
+// (reporting whether they ended). ln itself, and a wait that has nothing
+// to wait for, when srv serves no HTTP/2.
+func gatherHTTP2(srv *http.Server, ln net.Listener) (net.Listener, func(context.Context) bool) {
 	wrapped := false
 	for _, proto := range http2Protos {
 		serve := srv.TLSNextProto[proto]
@@ -221,7 +278,11 @@ func gatherHTTP2(srv *http.Server) bool {
 			serve(s, c, h)
 		}
 	}
-	return wrapped
+	if !wrapped {
+		return ln, func(context.Context) bool { return true }
+	}
+	gl := &gatheringListener{Listener: ln}
+	return gl, gl.lastSends
 }
 
 // gatheredOf finds the gatheredConn under c: its connection over TLS, or

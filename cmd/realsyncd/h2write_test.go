@@ -26,7 +26,7 @@ func tcpPair(t *testing.T) (*gatheredConn, *net.TCPConn) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	gl := gatheringListener{ln}
+	gl := &gatheringListener{Listener: ln}
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, _ := gl.Accept()
@@ -212,16 +212,13 @@ func TestHTTP2ConnectionsGathered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &http.Server{ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-				if tc, ok := c.(*tls.Conn); ok {
-					c = tc.NetConn()
+				if tlsc, ok := c.(*tls.Conn); ok {
+					c = tlsc.NetConn()
 				}
 				return context.WithValue(ctx, connKey{}, c)
 			}}
 			if err := tc.p.configure(srv); err != nil {
 				t.Fatal(err)
-			}
-			if !gatherHTTP2(srv) {
-				t.Fatal("gatherHTTP2 found no HTTP/2 server")
 			}
 			srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				g, _ := r.Context().Value(connKey{}).(*gatheredConn)
@@ -231,7 +228,11 @@ func TestHTTP2ConnectionsGathered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go tc.p.serve(srv, gatheringListener{ln})
+			gl, _ := gatherHTTP2(srv, ln) // as Run does
+			if _, ok := gl.(*gatheringListener); !ok {
+				t.Fatal("gatherHTTP2 found no HTTP/2 server")
+			}
+			go tc.p.serve(srv, gl)
 			t.Cleanup(func() { srv.Close() })
 			scheme := "http"
 			if tc.p.TLS() {
@@ -254,10 +255,12 @@ func TestHTTP2ConnectionsGathered(t *testing.T) {
 	}
 }
 
-// A write deadline that has passed, set on a gathered connection, fails
-// the writes after it, not those before it: crypto/tls's Close writes its
-// close_notify, then sets such a deadline, then closes. Over TLS, what
-// the HTTP/2 server wrote last and the close_notify reach the client.
+// A write deadline that has passed, set on a gathered connection (here
+// by SetDeadline), fails the writes after it at once, not those before
+// it, which are sent first: crypto/tls's Close writes its close_notify,
+// then sets such a deadline, then closes. A later deadline lets writes
+// through again. Over TLS, what the HTTP/2 server wrote last and the
+// close_notify reach the client.
 func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 	g, client := tcpPair(t)
 	g.gather()
@@ -273,18 +276,20 @@ func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 		got, _ := io.ReadAll(client)
 		read <- got
 	}()
-	g.SetWriteDeadline(time.Now())
+	g.SetDeadline(time.Now())
 	var ne net.Error
-	if _, err := g.Write([]byte("late")); err != nil {
-		t.Fatalf("a write after the deadline queued: %v", err)
+	if _, err := g.Write([]byte("late")); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("a write after a passed deadline: %v, want a timeout", err)
 	}
-	g.drain()
-	if _, err := g.Write([]byte("later")); !errors.As(err, &ne) || !ne.Timeout() {
-		t.Errorf("a write after the deadline's failed send: %v, want a timeout", err)
+	g.SetDeadline(time.Time{})
+	g.TCPConn.SetReadDeadline(time.Time{})
+	if _, err := g.Write([]byte("again")); err != nil {
+		t.Errorf("a write once the deadline was lifted: %v", err)
 	}
+	want = append(want, "again"...)
 	g.Close()
 	if got := <-read; !bytes.Equal(got, want) {
-		t.Errorf("the client read %d bytes, want the %d written before the deadline", len(got), len(want))
+		t.Errorf("the client read %d bytes, want the %d written outside the deadline", len(got), len(want))
 	}
 
 	// over TLS
@@ -321,5 +326,148 @@ func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 	}
 	if got := <-read; !bytes.Equal(got, last) {
 		t.Errorf("over TLS the client read %d bytes (%.60q), want the %d written before Close and its close_notify", len(got), got, len(last))
+	}
+}
+
+// A gathered connection's Close does not wait for its sends: the sender
+// sends what waits, then closes the connection (net/http's Server.Close
+// closes its connections one after another); the listener's lastSends
+// waits for them. A second Close leaves those sends be; writes after
+// Close fail.
+func TestGatheredConnCloseLeavesItsLastSendsToTheSender(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl := &gatheringListener{Listener: ln}
+	defer gl.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := gl.Accept()
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	g := (<-accepted).(*gatheredConn)
+	g.gather()
+	want := bytes.Repeat([]byte("b"), 8<<20) // more than the sockets hold
+	for _, f := range frames(100) {
+		want = append(want, f...)
+	}
+	if _, err := g.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	// the client reads nothing yet: a Close that waited for the sends
+	// would wait for their deadline, and cut them
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := gl.flushing.Load(); n != 1 {
+		t.Fatalf("%d connections sending their last writes, want 1", n)
+	}
+	if err := g.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if _, err := g.Write([]byte("late")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("a write after Close: %v, want net.ErrClosed", err)
+	}
+	if got, err := io.ReadAll(client); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the client read %d bytes (%v), want the %d written before Close", len(got), err, len(want))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !gl.lastSends(ctx) {
+		t.Fatalf("the last sends still under way after 10 s: %d", gl.flushing.Load())
+	}
+}
+
+// A client that reads nothing holds a gathered connection's Close and a
+// passed write deadline up at most closeFlushWait: the sends under way
+// give up, the connection closes, lastSends returns.
+func TestGatheredConnStalledPeerBounded(t *testing.T) {
+	for _, end := range []string{"Close", "SetWriteDeadline"} {
+		t.Run(end, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gl := &gatheringListener{Listener: ln}
+			defer gl.Close()
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				c, _ := gl.Accept()
+				accepted <- c
+			}()
+			client, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			g := (<-accepted).(*gatheredConn)
+			g.gather()
+			if _, err := g.Write(bytes.Repeat([]byte("b"), big)); err != nil {
+				t.Fatal(err)
+			}
+			returned := make(chan struct{})
+			go func() {
+				if end == "Close" {
+					g.Close()
+				} else {
+					g.SetWriteDeadline(time.Now())
+				}
+				close(returned)
+			}()
+			select {
+			case <-returned:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s with a client that reads nothing still waits after 10 s", end)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if !gl.lastSends(ctx) {
+				t.Fatal("the last sends still under way after 10 s")
+			}
+			g.mu.Lock()
+			sending := g.sending
+			g.mu.Unlock()
+			if sending {
+				t.Error("the sender still runs")
+			}
+		})
+	}
+}
+
+// ReadFrom, on a gathered connection, queues behind what waits.
+func TestGatheredConnReadFromQueues(t *testing.T) {
+	g, client := tcpPair(t)
+	g.gather()
+	want := bytes.Repeat([]byte("b"), big) // on the wire, the client reading nothing yet
+	if _, err := g.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	var rest []byte
+	for _, f := range frames(100) {
+		rest = append(rest, f...)
+	}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := g.ReadFrom(bytes.NewReader(rest))
+		copied <- err
+	}()
+	select {
+	case err := <-copied:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadFrom waits for the send under way: it went around the queue")
+	}
+	want = append(want, rest...)
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(client, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the client read %v, not what was written in its order", err)
 	}
 }

@@ -243,7 +243,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
-	gathered := gatherHTTP2(srv)
 	// ReadHeaderTimeout does not reach HTTP/2: headerDeadline closes a
 	// connection whose first request's headers did not come in time
 	srv.Handler = (&headerDeadline{timeout: cfg.ReadHeaderTimeout}).install(srv, handler)
@@ -252,9 +251,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		return err
 	}
 	ln = withUserTimeout(ln, cfg.TCPUserTimeout, log) // a client that vanished: its stream ends
-	if gathered {
-		ln = gatheringListener{ln} // HTTP/2 connections' writes gathered
-	}
+	ln, lastSends := gatherHTTP2(srv, ln) // HTTP/2 connections' writes gathered
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
 		if err != nil {
@@ -341,7 +338,7 @@ wait:
 		}
 	}
 	closeHub, closeStore = func() {}, func() {}
-	return shutdown(srv, func() { cut(api.ErrShutdown) }, detached.Drain, served, hub, stop, st.Close, cfg.ShutdownTimeout, log)
+	return shutdown(srv, func() { cut(api.ErrShutdown) }, detached.Drain, lastSends, served, hub, stop, st.Close, cfg.ShutdownTimeout, log)
 }
 
 // cutGrace is how long shutdown waits past its deadline, once it cut the
@@ -360,14 +357,17 @@ const cutGrace = time.Second
 // back within it user_offline; one back within it shows nothing), waits for the
 // requests in flight, those that run on after their client left for
 // their Idempotency-Key among them (drain: srv.Shutdown does not wait for
-// them over HTTP/2), and closes the store: all within timeout. Past it
+// them over HTTP/2), the HTTP/2 connections' last writes (lastSends:
+// gatherHTTP2; a closed connection sends what its server wrote last
+// within a second of its close), and closes the store: all within
+// timeout. Past it
 // the remaining requests are cut (cutRequests cancels their contexts, so
 // they answer 503, and the detached ones free their keys within
 // cutGrace), then their connections, and an error says so (exit 1:
 // clients saw errors). What else was left running then (the streams'
 // lease releases, the registry leave, the store's calls) lapses as a
 // killed instance's does: a warning names it.
-func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) error, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
+func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) error, lastSends func(context.Context) bool, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -391,6 +391,9 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 	if err != nil {
 		cutRequests()
 		srv.Close()
+	}
+	if !lastSends(ctx) {
+		overran = append(overran, "the HTTP/2 connections' last writes (their clients not reading)")
 	}
 	// The requests with an Idempotency-Key whose client left run on, their
 	// handlers not waited for by srv.Shutdown over HTTP/2 (a stream the

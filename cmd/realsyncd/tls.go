@@ -136,6 +136,11 @@ func http2Off(godebug string) bool {
 // form: between the two). TestHTTP2ServerAndItsScheduler fails then,
 // for this choice to be made again, not lost unseen.
 //
+// No WriteByteTimeout: x/net would set a deadline around each of its
+// writes and clear it after, and a gathered connection's write returns
+// before its bytes are sent (gatheredConn), so the clearing would lift the
+// deadline of the send under way, a closing connection's included.
+//
 //lint:ignore SA1019 see above
 func http2Server() *http2.Server {
 	//lint:ignore SA1019 see above

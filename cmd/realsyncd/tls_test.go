@@ -100,6 +100,12 @@ func TestHTTP2ServerAndItsScheduler(t *testing.T) {
 	if ws := fmt.Sprintf("%T", http2Server().NewWriteScheduler()); ws != "*http2.randomWriteScheduler" {
 		t.Errorf("write scheduler %s, want x/net's random one", ws)
 	}
+	// its deadline around each write would lift a gathered connection's
+	// send deadline (gatheredConn)
+	//lint:ignore SA1019 the server http2Server configures
+	if d := http2Server().WriteByteTimeout; d != 0 {
+		t.Errorf("WriteByteTimeout %v, want none: HTTP/2 connections' writes are gathered", d)
+	}
 }
 
 // GODEBUG=http2server=0, Go's switch that turns HTTP/2 off, is obeyed:
