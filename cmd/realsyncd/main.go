@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		return err
 	}
 	ln = withUserTimeout(ln, cfg.TCPUserTimeout, log) // a client that vanished: its stream ends
-	ln, lastSends := gatherHTTP2(srv, ln) // HTTP/2 connections' writes gathered
+	ln, lastSends := gatherHTTP2(srv, ln)             // HTTP/2 connections' writes gathered
 	if cfg.PprofAddr != "" {
 		stopPprof, err := servePprof(cfg.PprofAddr, log)
 		if err != nil {
