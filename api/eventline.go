@@ -63,8 +63,9 @@ func (l *eventLine) onEnd(f func()) {
 }
 
 var (
-	_ sse.Line      = (*eventLine)(nil)
-	_ sse.TrySender = (*eventLine)(nil)
+	_ sse.Line           = (*eventLine)(nil)
+	_ sse.TrySender      = (*eventLine)(nil)
+	_ sse.HangupNotifier = (*eventLine)(nil)
 )
 
 // Send writes what a TrySend left, then frames as one chunk, within 9 to
@@ -156,6 +157,12 @@ func (l *eventLine) Alive() bool {
 	}
 	return !peerClosed(l.conn)
 }
+
+// OnHangup has f called once the server's Hangups is told that the
+// client hung up (sse.HangupNotifier): at once, rather than at the hub's
+// next sweep. A line the Hangups does not watch never calls it (its sweep
+// peeks).
+func (l *eventLine) OnHangup(f func()) { l.watch.onGone(f) }
 
 // End writes final as a last chunk, then the end of the body, within
 // endWriteTimeout, and closes the connection, unwatched first (its

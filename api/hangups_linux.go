@@ -17,7 +17,8 @@ import (
 // by the kernel when the peer of a watched connection closes it, shuts its
 // write side, resets it or the connection fails (EPOLLRDHUP, EPOLLHUP,
 // EPOLLERR; not EPOLLIN: bytes a client sends leave it open), and one
-// goroutine marks that connection's watch gone. It holds two file
+// goroutine marks that connection's watch gone, and tells its stream
+// (eventLine.OnHangup), which then ends at once. It holds two file
 // descriptors (the epoll instance and an eventfd that stops the
 // goroutine) and one goroutine, whatever the number of streams.
 //
@@ -52,6 +53,29 @@ type hangupWatch struct {
 	rc   syscall.RawConn
 	gone atomic.Bool // the kernel said the peer hung up
 	off  atomic.Bool // unwatched
+	// told: what to call once gone (onGone), and whether it was
+	told  atomic.Pointer[func()]
+	fired atomic.Bool
+}
+
+// onGone has f called, once, when the kernel reports the peer's hang-up
+// (on the Hangups' goroutine: f must not block), or now when it did. A nil
+// watch never calls it.
+func (w *hangupWatch) onGone(f func()) {
+	if w == nil {
+		return
+	}
+	w.told.Store(&f)
+	if w.gone.Load() {
+		w.tell()
+	}
+}
+
+// tell calls the watch's onGone function, once.
+func (w *hangupWatch) tell() {
+	if f := w.told.Load(); f != nil && !w.fired.Swap(true) {
+		(*f)()
+	}
 }
 
 // wakeID is the eventfd's id with the epoll instance; watches count from 1.
@@ -112,6 +136,7 @@ func (h *Hangups) run() {
 			return
 		}
 		woken := false
+		var gone []*hangupWatch
 		h.mu.Lock()
 		for i := range events[:n] {
 			id := eventID(&events[i])
@@ -119,9 +144,13 @@ func (h *Hangups) run() {
 				woken = true
 			} else if w := h.watches[id]; w != nil {
 				w.gone.Store(true)
+				gone = append(gone, w)
 			}
 		}
 		h.mu.Unlock()
+		for _, w := range gone {
+			w.tell()
+		}
 		if woken {
 			return
 		}

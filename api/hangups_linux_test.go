@@ -3,6 +3,7 @@ package api
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -118,7 +119,8 @@ var (
 // anything more is gone: peerClosed, which reads end of file, says so
 // too), reset the connection (RST), whether before the connection was
 // watched or after; a client that sends bytes and stays is there, its
-// bytes unread.
+// bytes unread. A line is told of its client's hang-up once
+// (eventLine.OnHangup), and never of a client still there.
 func TestHangupsTellGoneClients(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -153,6 +155,8 @@ func TestHangupsTellGoneClients(t *testing.T) {
 				t.Fatal("not watched")
 			}
 			l := &eventLine{conn: s, watch: w}
+			var told atomic.Int32
+			l.OnHangup(func() { told.Add(1) })
 			if tc.after != nil {
 				tc.after(t, c)
 			}
@@ -160,6 +164,11 @@ func TestHangupsTellGoneClients(t *testing.T) {
 				waitFor(t, "the line not alive", func() bool { return !l.Alive() })
 				if !w.gone.Load() {
 					t.Fatal("the line saw the client gone by a peek, not by its watch")
+				}
+				waitFor(t, "the hang-up told", func() bool { return told.Load() > 0 })
+				settle(t, h, ln)
+				if n := told.Load(); n != 1 {
+					t.Fatalf("the hang-up told %d times, want once", n)
 				}
 				return
 			}
@@ -172,6 +181,9 @@ func TestHangupsTellGoneClients(t *testing.T) {
 			}
 			if !l.Alive() {
 				t.Fatal("the line is not alive")
+			}
+			if told.Load() != 0 {
+				t.Fatal("a hang-up told of a client still there")
 			}
 		})
 	}

@@ -17,6 +17,9 @@ func NewHangups() (*Hangups, error) { return &Hangups{}, nil }
 // watch watches nothing: the line peeks.
 func (*Hangups) watch(net.Conn) *hangupWatch { return nil }
 
+// onGone never calls f.
+func (*hangupWatch) onGone(func()) {}
+
 // unwatch does nothing.
 func (*hangupWatch) unwatch() {}
 

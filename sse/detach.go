@@ -13,8 +13,8 @@ import "context"
 // (docs/PERFORMANCE-HISTORY.md, "Lobby and personal streams taken over").
 // The stream's context is then its own, with its request's values (the
 // token's end), cancelled once the stream ended: the request's ends with
-// its handler. A client gone is seen by the sweep (Line.Alive), as a
-// taken-over room stream's. Reports whether it did; false leaves l to the
+// its handler. A client gone is told by the Line (HangupNotifier), or
+// seen by the sweep (Line.Alive), as a taken-over room stream's. Reports whether it did; false leaves l to the
 // request (carry).
 func (h *Hub) detachLooper(c Client, l *looper) bool {
 	d, ok := c.(Detacher)
@@ -44,18 +44,16 @@ func (h *Hub) detachLooper(c Client, l *looper) bool {
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(l.ctx))
 	l.ctx, l.out.c, l.hd.line = ctx, line, line
+	onHangup(line, func() { l.hd.end(EndClientGone) })
 	done := l.done
 	l.done = func(why string) {
-		// released first, as when its request held it: a client that saw
-		// its stream end may open another at once, at its user's cap; the
-		// connection ends even if the release panics
-		defer func() {
-			cancel()
-			line.End(nil) // the stream's last frames are written already
-		}()
+		// released first, within releaseWait, as when its request held
+		// it (awaitRelease)
 		if done != nil {
-			done(why)
+			h.awaitRelease(func() { done(why) })
 		}
+		cancel()
+		line.End(nil) // the stream's last frames are written already
 	}
 	go func() {
 		defer h.detached.Add(-1)

@@ -23,10 +23,13 @@ func (d *detachable) Detach() Line     { return d.line }
 
 type recordingLine struct {
 	recordingSender
-	mu    sync.Mutex
-	gone  bool
-	ended int
+	mu     sync.Mutex
+	gone   bool
+	ended  int
+	hangup func() // what OnHangup registered
 }
+
+func (l *recordingLine) OnHangup(f func()) { l.mu.Lock(); defer l.mu.Unlock(); l.hangup = f }
 
 func (l *recordingLine) Alive() bool { l.mu.Lock(); defer l.mu.Unlock(); return !l.gone }
 func (l *recordingLine) End(final []byte) {
@@ -51,15 +54,17 @@ func TestDetachLooper(t *testing.T) {
 		panics   bool
 		taken    bool
 		shutdown bool // the hub's Close began first
+		told     bool // the line tells the hang-up (HangupNotifier), no sweep runs
 	}{
-		{"client gone", func(ctx context.Context) context.Context { return ctx }, false, true, false},
-		{"a step panics", func(ctx context.Context) context.Context { return ctx }, true, true, false},
+		{"client gone", func(ctx context.Context) context.Context { return ctx }, false, true, false, false},
+		{"client gone, told", func(ctx context.Context) context.Context { return ctx }, false, true, false, true},
+		{"a step panics", func(ctx context.Context) context.Context { return ctx }, true, true, false, false},
 		{"an end by a channel", func(ctx context.Context) context.Context {
 			return WithTokenExpiry(ctx, make(chan time.Time))
-		}, false, false, false},
+		}, false, false, false, false},
 		// left to its request, which the HTTP server's shutdown waits for:
 		// the hub's may have stopped waiting for detached streams
-		{"a shutdown begun", func(ctx context.Context) context.Context { return ctx }, false, false, true},
+		{"a shutdown begun", func(ctx context.Context) context.Context { return ctx }, false, false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
@@ -119,9 +124,17 @@ func TestDetachLooper(t *testing.T) {
 					t.Fatalf("handled on a context ended with the request (%v), wrote %q to the line", handled[0].Err(), c.line.all())
 				}
 				c.line.mu.Lock()
-				c.line.gone = true
+				hangup := c.line.hangup
+				c.line.gone = !tc.told
 				c.line.mu.Unlock()
-				h.sweep(context.Background())
+				switch {
+				case !tc.told:
+					h.sweep(context.Background())
+				case hangup == nil:
+					t.Fatal("the stream asked its line to tell its hang-up of nobody")
+				default:
+					hangup()
+				}
 				if why := receive(t, released); why != EndClientGone {
 					t.Fatalf("released for %q", why)
 				}

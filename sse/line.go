@@ -36,6 +36,27 @@ type TrySender interface {
 	TrySend(frames []byte) (bool, error)
 }
 
+// HangupNotifier is a Line that can tell when its client hangs up, as it
+// happens, rather than when the hub's sweep asks (Alive, within a second):
+// OnHangup has f called once then, on a goroutine that f must not block
+// (at once when the client had hung up already). The hub then ends the
+// stream, and releases its place among its user's streams, so that a
+// client that closed a stream and opens another at once is not refused
+// for the one it closed (REALSYNC_MAX_STREAMS_PER_USER, a personal
+// stream's session under reject-new). A line may never call f: the sweep
+// then sees the client gone.
+type HangupNotifier interface {
+	OnHangup(f func())
+}
+
+// onHangup has the stream of line ended by end once its client hangs up,
+// when line can tell (HangupNotifier).
+func onHangup(line Line, end func()) {
+	if n, ok := line.(HangupNotifier); ok {
+		n.OnHangup(end)
+	}
+}
+
 // Detacher is a Client whose connection the hub may take over once the
 // opening of a room stream is written and flushed, so that an idle stream
 // holds no goroutine and no buffer: Detach returns the Line, or nil when
@@ -89,6 +110,7 @@ func (h *Hub) takeOver(ctx context.Context, c Client, st *stream, out *writer, s
 	st.mu.Unlock()
 	h.lines[st] = struct{}{}
 	h.mu.Unlock()
+	onHangup(line, func() { st.end(EndClientGone) })
 	if run {
 		go h.drain(st)
 	}
@@ -237,12 +259,12 @@ func (h *Hub) tryDrain(st *stream, out *writer) bool {
 }
 
 // hangUp ends a taken-over stream: the metrics, its presence lease and
-// its room (ended: after the end for a lapsed stream, whose Redis may not
-// answer), then its last frame (endFrame: the shutdown's or the
-// lifetime's retry, the token_expiring event) and the end of the body, as
-// when its request held it: a client that reconnects once its body ended
-// finds its place among its user's streams free. The drain stays busy:
-// nothing is written after.
+// its room (ended: waited for within releaseWait, not for a lapsed
+// stream, whose Redis may not answer), then its last frame (endFrame: the
+// shutdown's or the lifetime's retry, the token_expiring event) and the
+// end of the body, as when its request held it: a client that reconnects
+// once its body ended finds its place among its user's streams free. The
+// drain stays busy: nothing is written after.
 func (h *Hub) hangUp(st *stream, out *writer) {
 	why := st.why
 	h.cfg.Metrics.StreamEnded(KindRoom, why)

@@ -252,16 +252,47 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	return nil
 }
 
-// ended releases room r's stream st, which ended for why. A lapsed
-// stream's cleanup waits for a Redis that does not answer: it must not
-// hold up the end of the response, which is what tells the client to
-// reconnect elsewhere.
+// ended releases room r's stream st, which ended for why (finish), before
+// the end of its response is written, within releaseWait (awaitRelease);
+// a lapsed stream's release (its Redis did not answer its renewal) is not
+// waited for at all.
 func (h *Hub) ended(r *room, st *stream, why string) {
 	if why == EndLapsed {
 		go h.finish(r, st)
 		return
 	}
-	h.finish(r, st)
+	h.awaitRelease(func() { h.finish(r, st) })
+}
+
+// releaseWait is the longest an ended stream's end waits for its release.
+const releaseWait = 250 * time.Millisecond
+
+// awaitRelease runs an ended stream's release on a goroutine of its own
+// and waits for it at most releaseWait. Released first, a stream's place
+// among its user's streams is free when its client reads the end and
+// opens another (at the user's cap, REALSYNC_MAX_STREAMS_PER_USER; a
+// personal stream's session under reject-new); but a Redis that does not
+// answer must not hold up the end (its retry hint), which tells the
+// client to reconnect, elsewhere in a shutdown: past the wait the release
+// goes on alone (bounded by storeTimeout) and a lease it could not drop
+// lapses. A panic of release is logged.
+func (h *Hub) awaitRelease(release func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if v := recover(); v != nil {
+				h.cfg.Log.Error("sse: a stream's release panicked", "panic", v)
+			}
+		}()
+		release()
+	}()
+	t := time.NewTimer(releaseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // ResumedEvent is the type of the event that follows a replay: the client

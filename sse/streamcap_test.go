@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,8 +135,15 @@ func TestLostUserLeasesRecordedOrStreamsEnd(t *testing.T) {
 // body, before the end is written.
 type lineClient struct {
 	*client
-	atEnd func()
-	ended chan struct{}
+	atEnd  func()
+	ended  chan struct{}
+	hangup chan func() // what OnHangup registered
+}
+
+func (c *lineClient) OnHangup(f func()) {
+	if c.hangup != nil {
+		c.hangup <- f
+	}
 }
 
 func (c *lineClient) Detachable() bool { return true }
@@ -177,6 +185,90 @@ func TestTakenOverStreamFreesItsPlaceBeforeItsEnd(t *testing.T) {
 		}
 		if held != 0 {
 			t.Errorf("alice's stream held %d places of hers when its body ended, want 0", held)
+		}
+	})
+}
+
+// A taken-over room stream whose line tells that its client hung up
+// (sse.HangupNotifier) ends at once, its place among its user's streams
+// freed before its end, without the hub's sweep (which finds the line
+// alive here): a client that closed its stream and opens another at once
+// at its cap is not refused for the one it closed.
+func TestTakenOverStreamEndsWhenToldOfItsHangup(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		var logs testlog.Buffer
+		e, prefix := newCapEnv(t, b, 1, &logs)
+		ctx := context.Background()
+		id := e.room(t)
+		var held int64 = -1
+		keys := make(chan string, 1)
+		cl := &lineClient{client: newClient(), ended: make(chan struct{}), hangup: make(chan func(), 1),
+			atEnd: func() { held = e.st.Client().ZCard(ctx, <-keys).Val() }}
+		go e.hub.Serve(ctx, cl, alice, id, sse.Cursor{})
+		cl.waitFor(t, 1)
+		keys <- e.streamsKey(t, prefix, alice)
+		var hangup func()
+		select {
+		case hangup = <-cl.hangup:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the taken-over stream asked its line to tell nobody of its hang-up")
+		}
+		hangup()
+		select {
+		case <-cl.ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream whose client hung up did not end")
+		}
+		if held != 0 {
+			t.Errorf("alice's stream held %d places of hers when its body ended, want 0", held)
+		}
+		// served until its context ends (nil) unless refused at once
+		lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		if err := e.hub.ServeLobby(lctx, newClient(), alice, "", ""); errors.Is(err, rooms.ErrStreamLimit) {
+			t.Error("a lobby stream after the room stream hung up: refused at the cap")
+		}
+	})
+}
+
+// stallingRelease is a Source whose CloseStream waits until release is
+// closed, whatever its context says: a Redis that does not answer.
+type stallingRelease struct {
+	sse.Source
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (s *stallingRelease) CloseStream(_ context.Context, l sse.Lease) error {
+	s.calls.Add(1)
+	<-s.release
+	return s.Source.CloseStream(context.Background(), l)
+}
+
+// A stream's end waits for its release (its lease, its place among its
+// user's streams) only so long: a Redis that does not answer does not
+// hold up the end of a taken-over room stream, which tells its client to
+// reconnect (elsewhere, in a shutdown). The release was asked first.
+func TestStreamEndNotHeldUpByItsRelease(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		src := &stallingRelease{release: make(chan struct{})}
+		e := newEnv(t, b, func(c *sse.Config) { src.Source, c.Source = c.Source, src })
+		defer close(src.release) // before the hub's close, which waits for it
+		ctx := context.Background()
+		id := e.room(t, bob)
+		cl := &lineClient{client: newClient(), ended: make(chan struct{}), atEnd: func() {}}
+		go e.hub.Serve(ctx, cl, alice, id, sse.Cursor{})
+		cl.waitFor(t, 2)
+		if err := e.st.Leave(ctx, alice, id); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-cl.ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream's end waits for a release that does not come")
+		}
+		if n := src.calls.Load(); n != 1 {
+			t.Errorf("%d releases asked before the end, want 1", n)
 		}
 	})
 }
