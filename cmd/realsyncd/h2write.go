@@ -22,8 +22,8 @@ import (
 // handler, that is after nearly every frame: one write system call per
 // event and stream, a quarter of the server's CPU in a fan-out over h2c.
 // Gathered, the frames that come while one write is on the wire go out
-// with the next: 2 000 h2c streams at 100 patches/s made about a sixth of
-// the system calls, and the server's CPU per event fell by a fifth
+// with the next: 2 000 h2c streams at 100 patches/s made a fifth of the
+// write calls, at about a sixth less server CPU per event
 // (docs/PERFORMANCE-HISTORY.md, "HTTP/2 writes gathered"). No write waits
 // for a timer: an idle connection's next write goes out at once.
 //
@@ -71,8 +71,11 @@ const maxGathered = 64 << 10
 // gatherPool holds the buffers of the gathered connections' queues.
 var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-// maxPooledGather is the largest buffer given back to gatherPool.
-const maxPooledGather = 2 * maxGathered
+// maxPooledGather is the largest buffer given back to gatherPool: larger
+// ones, grown by a burst (streams' openings, their snapshots), go to the
+// collector. With 128 KiB, 10 000 h2c streams held about 1 KiB a stream
+// more once open (docs/PERFORMANCE-HISTORY.md, "HTTP/2 writes gathered").
+const maxPooledGather = 16 << 10
 
 // closeFlushWait bounds the sends of what waits when a gathered
 // connection closes, or a passed write deadline is set.
