@@ -20,12 +20,18 @@ import (
 // tcpPair is a loopback TCP connection: the server's end gathered (not
 // yet gathering: gather it), and the client's end.
 func tcpPair(t *testing.T) (*gatheredConn, *net.TCPConn) {
+	_, g, client := gatheredPair(t)
+	return g, client
+}
+
+// gatheredPair is tcpPair with its listener, which counts the closed
+// connections' last sends (closed when the test ends, as the ends).
+func gatheredPair(t *testing.T) (*gatheringListener, *gatheredConn, *net.TCPConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	gl := &gatheringListener{Listener: ln}
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -41,8 +47,8 @@ func tcpPair(t *testing.T) (*gatheredConn, *net.TCPConn) {
 	if !ok {
 		t.Fatal("the gathering listener's connection is no gatheredConn")
 	}
-	t.Cleanup(func() { g.TCPConn.Close(); client.Close() })
-	return g, client
+	t.Cleanup(func() { g.TCPConn.Close(); client.Close(); gl.Close() })
+	return gl, g, client
 }
 
 // big is more than a loopback connection's socket buffers hold (Linux
@@ -335,23 +341,7 @@ func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 // waits for them. A second Close leaves those sends be; writes after
 // Close fail.
 func TestGatheredConnCloseLeavesItsLastSendsToTheSender(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gl := &gatheringListener{Listener: ln}
-	defer gl.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := gl.Accept()
-		accepted <- c
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	g := (<-accepted).(*gatheredConn)
+	gl, g, client := gatheredPair(t)
 	g.gather()
 	want := bytes.Repeat([]byte("b"), 8<<20) // more than the sockets hold
 	for _, f := range frames(100) {
@@ -390,23 +380,7 @@ func TestGatheredConnCloseLeavesItsLastSendsToTheSender(t *testing.T) {
 func TestGatheredConnStalledPeerBounded(t *testing.T) {
 	for _, end := range []string{"Close", "SetWriteDeadline"} {
 		t.Run(end, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			gl := &gatheringListener{Listener: ln}
-			defer gl.Close()
-			accepted := make(chan net.Conn, 1)
-			go func() {
-				c, _ := gl.Accept()
-				accepted <- c
-			}()
-			client, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			g := (<-accepted).(*gatheredConn)
+			gl, g, _ := gatheredPair(t)
 			g.gather()
 			if _, err := g.Write(bytes.Repeat([]byte("b"), big)); err != nil {
 				t.Fatal(err)
