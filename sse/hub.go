@@ -126,8 +126,11 @@ type Hub struct {
 	// detached: the looped streams running on a goroutine of their own,
 	// their connection taken over (detachLooper)
 	detached atomic.Int64
-	loops    sync.WaitGroup
-	seq      atomic.Int64
+	// releasing: ended streams' releases under way (awaitRelease), which
+	// Close waits for after the ends
+	releasing atomic.Int64
+	loops     sync.WaitGroup
+	seq       atomic.Int64
 	// openings counts the streams opened; burst, of the watch loop, when
 	// their bursts end (burst.go)
 	openings atomic.Int64
@@ -202,6 +205,11 @@ func (h *Hub) CloseContext(ctx context.Context) error {
 			}
 			h.mu.Unlock()
 			h.linesLeft.Store(int64(h.endLines(ctx, closeWait)))
+			// the releases an end did not wait for (a Redis that does not
+			// answer: each within storeTimeout); ctx's end leaves them
+			for h.releasing.Load() > 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
 			h.cancel()
 			h.loops.Wait()
 			h.feed.Close()

@@ -274,11 +274,14 @@ const releaseWait = 250 * time.Millisecond
 // personal stream's session under reject-new); but a Redis that does not
 // answer must not hold up the end (its retry hint), which tells the
 // client to reconnect, elsewhere in a shutdown: past the wait the release
-// goes on alone (bounded by storeTimeout) and a lease it could not drop
-// lapses. A panic of release is logged.
+// goes on alone (bounded by storeTimeout; the hub's Close waits for it
+// within its context) and a lease it could not drop lapses. A panic of
+// release is logged.
 func (h *Hub) awaitRelease(release func()) {
 	done := make(chan struct{})
+	h.releasing.Add(1)
 	go func() {
+		defer h.releasing.Add(-1)
 		defer close(done)
 		defer func() {
 			if v := recover(); v != nil {

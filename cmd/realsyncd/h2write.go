@@ -58,7 +58,8 @@ type gatheredConn struct {
 	sending bool      // a sender runs
 	err     error     // the first failed send's
 	closed  bool
-	cutoff  bool // a passed write deadline was set: writes fail
+	cutoff  bool      // a passed write deadline was set: writes fail
+	wdl     time.Time // the write deadline set last, when not passed (zero: none)
 	// sends counts the writes on the wire, for tests
 	sends atomic.Int64
 }
@@ -155,23 +156,26 @@ func (c *gatheredConn) send() {
 // SetWriteDeadline sets the deadline of c's sends. Gathered, one that has
 // passed ("the writes from now on fail", as crypto/tls's Close sets once
 // its close_notify is written) fails the writes after it at once, and
-// applies once what was written before it is sent (within
-// closeFlushWait): that goes out as it would have on an ungathered
-// connection. A later deadline, or none, lets writes through again.
+// applies once what was written before it is sent, within the deadline
+// set before it (crypto/tls's: 5 s), or closeFlushWait without one: that
+// goes out as it would have on an ungathered connection. A later
+// deadline, or none, lets writes through again.
 func (c *gatheredConn) SetWriteDeadline(t time.Time) error {
 	if !c.on.Load() {
 		return c.TCPConn.SetWriteDeadline(t)
 	}
 	c.mu.Lock()
 	if t.IsZero() || t.After(time.Now()) {
-		c.cutoff = false
+		c.cutoff, c.wdl = false, t
 		c.mu.Unlock()
 		return c.TCPConn.SetWriteDeadline(t)
 	}
 	c.cutoff = true
 	c.room.Broadcast() // writers waiting for room fail
 	if c.sending {
-		c.TCPConn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+		if c.wdl.IsZero() {
+			c.TCPConn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+		}
 		for c.sending {
 			c.room.Wait()
 		}

@@ -263,29 +263,45 @@ func TestHTTP2ConnectionsGathered(t *testing.T) {
 
 // A write deadline that has passed, set on a gathered connection (here
 // by SetDeadline), fails the writes after it at once, not those before
-// it, which are sent first: crypto/tls's Close writes its close_notify,
-// then sets such a deadline, then closes. A later deadline lets writes
+// it, which are sent first within the deadline before it: crypto/tls's
+// Close sets one 5 s ahead, writes its close_notify, then sets a passed
+// one, then closes. A later deadline lets writes
 // through again. Over TLS, what the HTTP/2 server wrote last and the
 // close_notify reach the client.
 func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 	g, client := tcpPair(t)
 	g.gather()
-	want := bytes.Repeat([]byte("b"), big) // still on the wire when the deadline comes
+	want := bytes.Repeat([]byte("b"), big) // on the wire when the deadline comes: its client reads nothing yet
 	for _, f := range frames(100) {
 		want = append(want, f...)
 	}
 	if _, err := g.Write(want); err != nil {
 		t.Fatal(err)
 	}
+	g.SetDeadline(time.Now().Add(time.Minute)) // as crypto/tls's Close bounds its close_notify
+	set := make(chan struct{})
+	go func() {
+		g.SetDeadline(time.Now()) // waits for the send on the wire
+		close(set)
+	}()
+	waitFor(t, 10*time.Second, "the passed deadline set", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.cutoff
+	})
+	var ne net.Error
+	if _, err := g.Write([]byte("late")); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("a write after a passed deadline: %v, want a timeout", err)
+	}
 	read := make(chan []byte, 1)
 	go func() {
 		got, _ := io.ReadAll(client)
 		read <- got
 	}()
-	g.SetDeadline(time.Now())
-	var ne net.Error
-	if _, err := g.Write([]byte("late")); !errors.As(err, &ne) || !ne.Timeout() {
-		t.Errorf("a write after a passed deadline: %v, want a timeout", err)
+	select {
+	case <-set:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the passed deadline still waits for a send its client reads")
 	}
 	g.SetDeadline(time.Time{})
 	g.TCPConn.SetReadDeadline(time.Time{})
@@ -342,8 +358,13 @@ func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 // Close fail.
 func TestGatheredConnCloseLeavesItsLastSendsToTheSender(t *testing.T) {
 	gl, g, client := gatheredPair(t)
+	// small socket buffers (no autotuning), so that the sockets hold far
+	// less than what is written, and the client drains it fast once it
+	// reads, however loaded the machine
+	g.SetWriteBuffer(64 << 10)
+	client.SetReadBuffer(64 << 10)
 	g.gather()
-	want := bytes.Repeat([]byte("b"), 8<<20) // more than the sockets hold
+	want := bytes.Repeat([]byte("b"), 2<<20) // more than the sockets hold
 	for _, f := range frames(100) {
 		want = append(want, f...)
 	}
