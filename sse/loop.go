@@ -44,7 +44,7 @@ type looper struct {
 	ended   bool             // end ran
 	woke    int              // what Wait saw (woke…)
 	why     string           // why the stream ended, once it did
-	gone    func() bool      // stops the wake-up at ctx's end (context.AfterFunc)
+	unwatch func() bool      // stops the wake-up at ctx's end (context.AfterFunc)
 }
 
 // What a looper's Wait saw.
@@ -113,7 +113,7 @@ func (l *looper) step() string {
 		h.looped[hd] = struct{}{}
 		h.mu.Unlock()
 		l.looped = true
-		l.gone = context.AfterFunc(l.ctx, hd.signal)
+		l.unwatch = context.AfterFunc(l.ctx, hd.hungUp)
 		select {
 		case <-h.done: // Close may have woken the looped streams before hd was among them
 			hd.signal()
@@ -133,7 +133,7 @@ func (l *looper) step() string {
 		default:
 		}
 		switch {
-		case l.ctx.Err() != nil:
+		case hd.gone.Load(): // the context ended (hungUp)
 			return EndClientGone
 		case hd.isOver():
 			if f := endFrame(hd.why, hd.expires); f != nil {
@@ -167,8 +167,8 @@ func (l *looper) end(why string) {
 		return
 	}
 	l.ended, l.why = true, why
-	if l.gone != nil {
-		l.gone()
+	if l.unwatch != nil {
+		l.unwatch()
 	}
 	if l.looped {
 		l.h.mu.Lock()

@@ -20,9 +20,12 @@ type held struct {
 	lease Lease
 	// renewed is when the lease was last recorded or renewed (Unix ns).
 	renewed atomic.Int64
-	over    chan struct{} // closed when the stream must end; why says why
-	why     string        // an End… reason, set before over is closed
-	cut     sync.Once
+	// over: the stream must end; why (an End… reason) says why, set
+	// before over. A flag, not a closed channel: a looped stream reads it
+	// at every wake-up, and the flag shares the wake-up's cache lines.
+	over atomic.Bool
+	why  string
+	cut  sync.Once
 	// wake has a looped stream's goroutine look (looper.Wait): the stream
 	// ended, its heartbeat is due (beat), its client went, the hub shuts
 	// down; a room stream's, also that pend has events (offer). One
@@ -31,6 +34,12 @@ type held struct {
 	// a stream").
 	wake chan struct{}
 	beat atomic.Bool // a looped stream's heartbeat, asked for by the sweep
+	// gone: a looped stream's context ended (set before the wake-up, by
+	// the looper's context.AfterFunc). Read at every wake-up in place of
+	// the context's Err, which walks the chain of contexts: cache misses
+	// an event and stream over HTTP/2 (docs/PERFORMANCE-HISTORY.md, "A
+	// looped stream's wake-up reads its own flags").
+	gone atomic.Bool
 
 	// line: a looped stream's connection once the hub took it over from
 	// its handler (detachLooper), whose client the sweep looks for; nil while
@@ -44,14 +53,14 @@ type held struct {
 
 // newHeld is the holding of a new stream with lease l.
 func newHeld(l Lease) held {
-	return held{lease: l, over: make(chan struct{}), wake: make(chan struct{}, 1)}
+	return held{lease: l, wake: make(chan struct{}, 1)}
 }
 
 // end ends the stream for reason why; the first reason given wins.
 func (h *held) end(why string) {
 	h.cut.Do(func() {
 		h.why = why
-		close(h.over)
+		h.over.Store(true)
 	})
 	h.signal()
 }
@@ -64,14 +73,13 @@ func (h *held) signal() {
 	}
 }
 
-// isOver reports whether the stream must end (over is closed).
-func (h *held) isOver() bool {
-	select {
-	case <-h.over:
-		return true
-	default:
-		return false
-	}
+// isOver reports whether the stream must end (see over).
+func (h *held) isOver() bool { return h.over.Load() }
+
+// hungUp records that a looped stream's context ended and wakes it.
+func (h *held) hungUp() {
+	h.gone.Store(true)
+	h.signal()
 }
 
 func (h *held) holding() *held { return h }
