@@ -314,9 +314,16 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 		st.writeStatus(out, ss[0])
 	case it.catchUp, it.ev != nil && it.ev.Control:
 		if it.catchUp {
+			// lost before the catch-up reads the session's tombstone: a
+			// replacement would have left one (or its session_replaced
+			// logged), so a catch-up that ends nothing means lapsed
+			lost := st.lost.Load()
 			var end string
 			if at, end = h.catchUp(ctx, st, out, at, nil); end != "" {
 				return at, end
+			}
+			if lost {
+				return at, EndLapsed
 			}
 		}
 		ids, err := h.cfg.Users.Following(ctx, st.session.UserID)
@@ -503,8 +510,9 @@ func (h *Hub) closeSession(st *meStream) {
 // whose session is no longer held first catches up (replaced: its
 // session_replaced, missed on the live feed, is kept as its session's
 // tombstone, or in its user's log when an older release replaced it, and
-// ends it; see catchUp), and ends (EndLapsed) when the next renewal still
-// finds it gone; one whose lease went a whole TTL without a renewal ends
+// ends it; see catchUp), and ends (EndLapsed) when that catch-up finds
+// no replacement, or when the next renewal still finds it gone before the
+// catch-up ran; one whose lease went a whole TTL without a renewal ends
 // (see renew). Reports whether a renewal failed.
 func (h *Hub) renewSessions(ctx context.Context, sts []leased) (failed bool) {
 	for chunk := range slices.Chunk(sts, renewChunk) {
@@ -535,7 +543,7 @@ func (h *Hub) renewSessions(ctx context.Context, sts []leased) (failed bool) {
 				// Pub/Sub message): its tombstone (or the log) has it,
 				// and the catch-up writes it and ends the stream
 				st.offer(meItem{catchUp: true})
-			default: // lost twice: lapsed (or its catch-up failed)
+			default: // lost twice: lapsed (its catch-up not run yet, or failed)
 				st.end(EndLapsed)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/rooms"
@@ -117,5 +118,52 @@ func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
 	}
 	if failed, lost, _ := f.outcome(); failed == 0 || len(lost) > 0 {
 		t.Fatalf("%d renewals failed, sessions lost %v: want the failover to fail renewals and no lease to lapse", failed, lost)
+	}
+}
+
+// A personal stream whose session lapsed (its lease gone from the store,
+// with no tombstone or logged session_replaced: not replaced) ends lapsed
+// once the first renewal that found it gone had the catch-up look for a
+// replacement, not at the renewal after (a third of the TTL later), on
+// every backend. The store said it lost the session once.
+func TestLapsedSessionEndsAtTheFirstRenewalThatFindsItGone(t *testing.T) {
+	const ttl = 6 * time.Second // renewals 2 s apart: room for a loaded machine's catch-up before the next
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			var logs testlog.Buffer
+			f := &failover{}
+			st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+				Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.UserSource = st.Sessions()
+			m := newRecorder()
+			hub := sse.NewHub(sse.Config{Source: st, Users: f, Feed: st.Feed, PresenceTTL: ttl, Metrics: m,
+				Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			t.Cleanup(func() { hub.Close(); st.Close() })
+			cl := newClient()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
+			waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
+			keys, err := rediskeys.Scan(ctx, st.Client(), "*:sess:"+bob.ID)
+			if err != nil || len(keys) != 1 {
+				t.Fatalf("bob's session keys: %v %v", keys, err)
+			}
+			if err := st.Client().Del(ctx, keys[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(3 * ttl):
+				t.Fatalf("the stream of a lapsed session did not end:\n%s", logs.String())
+			}
+			_, lost, _ := f.outcome()
+			if _, ended, _, _ := m.snapshot(); len(lost) != 1 || ended[sse.KindMe+" "+sse.EndLapsed] != 1 {
+				t.Fatalf("sessions the store lost %v, streams ended %v: want the stream's lost once, then its end lapsed:\n%s", lost, ended, logs.String())
+			}
+		})
 	}
 }
