@@ -91,21 +91,7 @@ func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	var logs testlog.Buffer
 	f := &failover{length: ttl * 3 / 4, reconnect: ttl / 24}
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.UserSource = st.Sessions()
-	hub := sse.NewHub(sse.Config{Source: st, Users: f, Feed: st.Feed, PresenceTTL: ttl,
-		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	t.Cleanup(func() { hub.Close(); st.Close() })
-	cl := newClient()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
-	waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
+	_, done := serveBobsSession(t, b, redistest.Prefix(t), ttl, f, sse.Config{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	f.start()
 	waitUntil(t, "the failover came and went", func() bool { _, _, over := f.outcome(); return over })
 	// two more renewal periods: a lease found lost is lost again at the
@@ -131,24 +117,10 @@ func TestLapsedSessionEndsAtTheFirstRenewalThatFindsItGone(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			var logs testlog.Buffer
-			f := &failover{}
-			st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-				Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: ttl})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.UserSource = st.Sessions()
-			m := newRecorder()
-			hub := sse.NewHub(sse.Config{Source: st, Users: f, Feed: st.Feed, PresenceTTL: ttl, Metrics: m,
+			f, m, ctx, prefix := &failover{}, newRecorder(), context.Background(), redistest.Prefix(t)
+			st, done := serveBobsSession(t, b, prefix, ttl, f, sse.Config{Metrics: m,
 				Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-			t.Cleanup(func() { hub.Close(); st.Close() })
-			cl := newClient()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
-			waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
-			keys, err := rediskeys.Scan(ctx, st.Client(), "*:sess:"+bob.ID)
+			keys, err := rediskeys.Scan(ctx, st.Client(), "{"+prefix+":*}:sess:"+bob.ID)
 			if err != nil || len(keys) != 1 {
 				t.Fatalf("bob's session keys: %v %v", keys, err)
 			}
@@ -166,4 +138,28 @@ func TestLapsedSessionEndsAtTheFirstRenewalThatFindsItGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveBobsSession opens a store on b under prefix with presence TTL
+// ttl, a hub with cfg whose sessions go through f, and bob's personal
+// stream ("web") on it; it returns once the stream opened, with the store
+// and the channel ServeMe returns on. The test's end closes them.
+func serveBobsSession(t *testing.T, b redistest.Backend, prefix string, ttl time.Duration, f *failover, cfg sse.Config) (*store.Store, chan error) {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: prefix, Shards: 4, PresenceTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.UserSource = st.Sessions()
+	cfg.Source, cfg.Users, cfg.Feed, cfg.PresenceTTL = st, f, st.Feed, ttl
+	hub := sse.NewHub(cfg)
+	t.Cleanup(func() { hub.Close(); st.Close() })
+	cl := newClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
+	waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
+	return st, done
 }
