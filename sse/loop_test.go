@@ -204,3 +204,48 @@ func TestLooperWakesOnItsChannel(t *testing.T) {
 		})
 	}
 }
+
+// A looped stream whose context ended ends client_gone even when a
+// wake-up for something else comes before the context's AfterFunc told
+// it (held.gone not set yet): the hub ended it, or its write failed.
+func TestLooperContextEndedBeforeItWasTold(t *testing.T) {
+	tests := []struct {
+		name      string
+		sendFails bool
+		cause     func(hd *held)
+	}{
+		{"EndedByTheHub", false, func(hd *held) { hd.end(EndSlow) }},
+		{"WriteFailed", true, func(hd *held) { hd.signal() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, ended := range []bool{true, false} {
+				h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
+				hd := newHeld(Lease{})
+				var s sender = &recordingSender{}
+				if tc.sendFails {
+					s = &failingSender{sends: 1} // its next Send fails
+				}
+				out := lent(s, noMetrics{}, KindRoom)
+				ctx, cancel := context.WithCancel(context.Background())
+				l := newLooper(ctx, h, &hd, out, func(context.Context) string {
+					out.writeEvent([]byte("event\n\n"))
+					return ""
+				})
+				l.started, l.woke = true, wokeWake // begun, with no AfterFunc to set gone
+				if ended {
+					cancel()
+				}
+				tc.cause(&hd)
+				want := EndClientGone
+				if !ended {
+					want = map[bool]string{false: EndSlow, true: EndWriteError}[tc.sendFails]
+				}
+				if got := l.step(); got != want {
+					t.Errorf("context ended %v: ended %q, want %q", ended, got, want)
+				}
+				cancel()
+			}
+		})
+	}
+}

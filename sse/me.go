@@ -543,7 +543,7 @@ func (h *Hub) renewSessions(ctx context.Context, sts []leased) (failed bool) {
 				// Pub/Sub message): its tombstone (or the log) has it,
 				// and the catch-up writes it and ends the stream
 				st.offer(meItem{catchUp: true})
-			default: // lost twice: lapsed (its catch-up not run yet, or failed)
+			default: // lost twice: lapsed (its catch-up not run yet)
 				st.end(EndLapsed)
 			}
 		}

@@ -94,8 +94,8 @@ func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
 	_, done := serveBobsSession(t, b, redistest.Prefix(t), ttl, f, sse.Config{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	f.start()
 	waitUntil(t, "the failover came and went", func() bool { _, _, over := f.outcome(); return over })
-	// two more renewal periods: a lease found lost is lost again at the
-	// next one, which ends the stream
+	// two more renewal periods: a lease found lost ends the stream once
+	// its catch-up finds no replacement
 	select {
 	case <-done:
 		failed, lost, _ := f.outcome()

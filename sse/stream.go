@@ -20,12 +20,8 @@ type held struct {
 	lease Lease
 	// renewed is when the lease was last recorded or renewed (Unix ns).
 	renewed atomic.Int64
-	// over: the stream must end; why (an End… reason) says why, set
-	// before over. A flag, not a closed channel: a looped stream reads it
-	// at every wake-up, and the flag shares the wake-up's cache lines.
-	over atomic.Bool
-	why  string
-	cut  sync.Once
+	why     string // why the stream ends (an End… reason), set before over
+	cut     sync.Once
 	// wake has a looped stream's goroutine look (looper.Wait): the stream
 	// ended, its heartbeat is due (beat), its client went, the hub shuts
 	// down; a room stream's, also that pend has events (offer). One
@@ -34,11 +30,16 @@ type held struct {
 	// a stream").
 	wake chan struct{}
 	beat atomic.Bool // a looped stream's heartbeat, asked for by the sweep
+	// over: the stream must end (why says why). A flag, not a channel
+	// closed once: a looped stream reads it at every wake-up, beside its
+	// wake-up channel and other flags.
+	over atomic.Bool
 	// gone: a looped stream's context ended (set before the wake-up, by
 	// the looper's context.AfterFunc). Read at every wake-up in place of
-	// the context's Err, which walks the chain of contexts: cache misses
-	// an event and stream over HTTP/2 (docs/PERFORMANCE-HISTORY.md, "A
-	// looped stream's wake-up reads its own flags").
+	// the context's Err, which walks the chain of contexts per event and
+	// stream (docs/PERFORMANCE-HISTORY.md, "A looped stream's wake-up
+	// reads its own flags"). The rare paths that end the stream look at
+	// Err too: gone may be set a moment after the context ended.
 	gone atomic.Bool
 
 	// line: a looped stream's connection once the hub took it over from
