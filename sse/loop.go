@@ -136,7 +136,7 @@ func (l *looper) step() string {
 		case hd.gone.Load(): // the context ended (hungUp)
 			return EndClientGone
 		case hd.isOver():
-			if l.ctx.Err() != nil { // ended before hungUp ran
+			if l.ctx.Err() != nil { // ended before hungUp ran, as the hub ended it
 				return EndClientGone
 			}
 			if f := endFrame(hd.why, hd.expires); f != nil {
@@ -156,22 +156,12 @@ func (l *looper) step() string {
 	// handle may have flushed itself (a personal stream's logged events):
 	// its failure ends the stream as a flush here does
 	if out.flush() != nil {
-		return l.writeFailed()
+		return EndWriteError
 	}
 	if out.sentAt > hd.lastWrite.Load() {
 		hd.lastWrite.Store(out.sentAt)
 	}
 	return ""
-}
-
-// writeFailed is why a stream whose write failed ends: its client went
-// when its context ended (perhaps before hungUp ran: a wake-up for
-// something else in between reads no gone yet), else the write's error.
-func (l *looper) writeFailed() string {
-	if l.ctx.Err() != nil {
-		return EndClientGone
-	}
-	return EndWriteError
 }
 
 // end leaves the sweep's streams and calls done, once.

@@ -205,17 +205,21 @@ func TestLooperWakesOnItsChannel(t *testing.T) {
 	}
 }
 
-// A looped stream whose context ended ends client_gone even when a
-// wake-up for something else comes before the context's AfterFunc told
-// it (held.gone not set yet): the hub ended it, or its write failed.
+// A looped stream whose context ended ends client_gone when the hub
+// ended it before the context's AfterFunc told it (held.gone not set
+// yet), as it did when it asked the context at each wake-up; a write
+// that failed ends it write_error whether its context ended or not (x/net
+// cancels the context of a stream it reset: the stall watch's cut).
 func TestLooperContextEndedBeforeItWasTold(t *testing.T) {
 	tests := []struct {
 		name      string
 		sendFails bool
 		cause     func(hd *held)
+		ended     string // why, the context ended; else the cause's why
+		live      string
 	}{
-		{"EndedByTheHub", false, func(hd *held) { hd.end(EndSlow) }},
-		{"WriteFailed", true, func(hd *held) { hd.signal() }},
+		{"EndedByTheHub", false, func(hd *held) { hd.end(EndSlow) }, EndClientGone, EndSlow},
+		{"WriteFailed", true, func(hd *held) { hd.signal() }, EndWriteError, EndWriteError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,9 +241,9 @@ func TestLooperContextEndedBeforeItWasTold(t *testing.T) {
 					cancel()
 				}
 				tc.cause(&hd)
-				want := EndClientGone
-				if !ended {
-					want = map[bool]string{false: EndSlow, true: EndWriteError}[tc.sendFails]
+				want := tc.live
+				if ended {
+					want = tc.ended
 				}
 				if got := l.step(); got != want {
 					t.Errorf("context ended %v: ended %q, want %q", ended, got, want)

@@ -38,8 +38,10 @@ type held struct {
 	// the looper's context.AfterFunc). Read at every wake-up in place of
 	// the context's Err, which walks the chain of contexts per event and
 	// stream (docs/PERFORMANCE-HISTORY.md, "A looped stream's wake-up
-	// reads its own flags"). The rare paths that end the stream look at
-	// Err too: gone may be set a moment after the context ended.
+	// reads its own flags"). A stream the hub ended looks at Err too: gone
+	// may be set a moment after the context ended. A failed write says
+	// write_error whatever the context (x/net cancels a stream it reset:
+	// the stall watch's cut, cmd/realsyncd's h2 tests).
 	gone atomic.Bool
 
 	// line: a looped stream's connection once the hub took it over from
