@@ -140,6 +140,17 @@ type lineClient struct {
 	hangup chan func() // what OnHangup registered
 }
 
+// awaitEnd fails the test with failure unless the stream's body ends
+// within 10 s.
+func (c *lineClient) awaitEnd(t *testing.T, failure string) {
+	t.Helper()
+	select {
+	case <-c.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal(failure)
+	}
+}
+
 func (c *lineClient) OnHangup(f func()) {
 	if c.hangup != nil {
 		c.hangup <- f
@@ -178,11 +189,7 @@ func TestTakenOverStreamFreesItsPlaceBeforeItsEnd(t *testing.T) {
 		if err := e.st.Leave(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-cl.ended:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the stream of a player who left did not end")
-		}
+		cl.awaitEnd(t, "the stream of a player who left did not end")
 		if held != 0 {
 			t.Errorf("alice's stream held %d places of hers when its body ended, want 0", held)
 		}
@@ -214,11 +221,7 @@ func TestTakenOverStreamEndsWhenToldOfItsHangup(t *testing.T) {
 			t.Fatal("the taken-over stream asked its line to tell nobody of its hang-up")
 		}
 		hangup()
-		select {
-		case <-cl.ended:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the stream whose client hung up did not end")
-		}
+		cl.awaitEnd(t, "the stream whose client hung up did not end")
 		if held != 0 {
 			t.Errorf("alice's stream held %d places of hers when its body ended, want 0", held)
 		}
@@ -262,11 +265,7 @@ func TestStreamEndNotHeldUpByItsRelease(t *testing.T) {
 		if err := e.st.Leave(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-cl.ended:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the stream's end waits for a release that does not come")
-		}
+		cl.awaitEnd(t, "the stream's end waits for a release that does not come")
 		if n := src.calls.Load(); n != 1 {
 			t.Errorf("%d releases asked before the end, want 1", n)
 		}
