@@ -773,14 +773,24 @@ func (m *matrixEnv) snapshot(t *testing.T, f *fixture) snapshot {
 // unknownRoom is an id of the fixture room's shard that was never issued.
 func unknownRoom(f *fixture) string { return f.room[:2] + "zzzzzzzzzzzzzz" }
 
-// TestAuthzMatrix runs every cell of authzMatrix against a real server on
-// every backend.
+// TestAuthzMatrix runs every cell of authzMatrix against a real server:
+// every row on standalone Redis, and each row on one of the Cluster and
+// the embedded store too, in turn (each runs the half of the rows the
+// other does not). Who may do what is decided before the store; its part
+// (its scripts' refusals, a refused call changing nothing) runs the same
+// scripts on every backend, where the backends differ in where keys live
+// and which Lua runs them, which the store's own suites test on each.
+// Every row on every backend took 36 s of CPU (the embedded store half of
+// it), the api package's largest share.
 func TestAuthzMatrix(t *testing.T) {
 	rows := parseMatrix(t)
-	for _, b := range redistest.Backends(t) {
+	for bi, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			m := newMatrixEnv(t, b)
-			for _, r := range rows {
+			for ri, r := range rows {
+				if bi > 0 && ri%2 != bi-1 {
+					continue // the other of Cluster and embedded runs it
+				}
 				c, ok := routeCalls[r.method+" "+r.path]
 				if !ok {
 					t.Fatalf("no routeCalls entry for %s %s", r.method, r.path)

@@ -95,9 +95,11 @@ if ! grep -qF "$build_cmd" Dockerfile || ! grep -qF 'CGO_ENABLED=0' Dockerfile; 
 fi
 # The tests build the image's binary as the Dockerfile does, and compile the
 # module for vet and generate with its CGO_ENABLED and -trimpath (one
-# compile shared): a change of the Dockerfile's flags goes to both.
+# compile shared; test.sh's every build is -trimpath): a change of the
+# Dockerfile's flags goes to both.
 if ! grep -qF "CGO_ENABLED=0 exec ${build_cmd%% -o *} " "$root/scripts/build-realsyncd.sh" ||
-  ! grep -qE '^static_build\(\) \{ CGO_ENABLED=0 GOFLAGS="[^"]*-trimpath"' "$root/scripts/test.sh"; then
+  ! grep -qE '^static_build\(\) \{ CGO_ENABLED=0 ' "$root/scripts/test.sh" ||
+  ! grep -qE '^GOFLAGS="[^"]* -trimpath[ "]' "$root/scripts/test.sh"; then
   echo "Dockerfile: scripts/build-realsyncd.sh or scripts/test.sh's static_build no longer builds as it does" >&2; exit 1
 fi
 # The build context as BuildKit would send it: the repository's files less
