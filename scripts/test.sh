@@ -86,8 +86,8 @@ scripts/vulncheck.sh
 # The rest runs in three lanes at once, each timed: the store package's
 # tests (the longest package, about 7.5 minutes alone, and mostly
 # waiting: on failovers, leases, paused servers; ~170 s of CPU) with the
-# fuzz targets beside them, then the C# SDK; the other Go packages; and
-# the deploy linters and the TypeScript SDK (in the foreground, printed as
+# fuzz targets beside them, then the C# SDK and the deploy linters; the
+# other Go packages; and the TypeScript SDK (in the foreground, printed as
 # they run). One after the other they took 13 to 14 minutes on 2 cores.
 # Every lane runs to its end; the script fails when any lane failed.
 lanes="$(mktemp -d)"
@@ -184,6 +184,12 @@ store_tests() {
   echo "== C# SDK (Unity): .NET Standard 2.1 build with Mono, tests against realsyncd (installs mono when missing)"
   "sdk/csharp/Tests~/run.sh" || rc=1
   elapsed
+  # The deploy linters too (3 minutes of a loaded CI, half a minute
+  # alone): before the TypeScript SDK's tests, they made the SDK lane the
+  # last to end, 130 s after this one (2026-12-07: 710 s against 583 s)
+  echo "== deploy/: Dockerfile, compose file, HAProxy, Prometheus alerts, Grafana dashboard, Kubernetes manifests"
+  deploy/lint.sh || rc=1
+  elapsed
   return "$rc"
 }
 
@@ -220,15 +226,13 @@ sdk_tests() {
   # if the lane ends first (bench.sh's trap then stops what it started).
   # The deploy linters and the C# SDK's tests beside the TypeScript SDK's
   # made the lane longer (695 → 772 s, 2026-12-05): the browser tests
-  # took 738 s instead of 477 s. The C# SDK's run in the store lane.
+  # took 738 s instead of 477 s. Both run in the store lane, after its
+  # tests.
   set -m
   bench_smoke >"$lanes/bench-smoke.out" 2>&1 &
   bench_smoke_pid=$!
   set +m
   trap 'kill -TERM -- "-$bench_smoke_pid" 2>/dev/null || true' EXIT
-  echo "== deploy/: Dockerfile, compose file, HAProxy, Prometheus alerts, Grafana dashboard, Kubernetes manifests"
-  deploy/lint.sh
-  elapsed
   echo "== TypeScript SDK: generated types and the demo's bundle match, Node and browser tests"
   (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && npm run --silent bundle)
   if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.ts web/static/realsync.js)" ]; then
