@@ -99,8 +99,9 @@ fi
 # Dockerfile's flags goes to both.
 if ! grep -qF "CGO_ENABLED=0 exec ${build_cmd%% -o *} " "$root/scripts/build-realsyncd.sh" ||
   ! grep -qE '^static_build\(\) \{ CGO_ENABLED=0 ' "$root/scripts/test.sh" ||
-  ! grep -qE '^GOFLAGS="[^"]* -trimpath[ "]' "$root/scripts/test.sh"; then
-  echo "Dockerfile: scripts/build-realsyncd.sh or scripts/test.sh's static_build no longer builds as it does" >&2; exit 1
+  ! grep -qE '^GOFLAGS="[^"]* -trimpath[ "]' "$root/scripts/test.sh" ||
+  ! grep -qx 'export GOFLAGS' "$root/scripts/test.sh"; then
+  echo "Dockerfile: scripts/build-realsyncd.sh, or scripts/test.sh's static_build or exported GOFLAGS (-trimpath), no longer builds as it does" >&2; exit 1
 fi
 # The build context as BuildKit would send it: the repository's files less
 # what Dockerfile.dockerignore excludes. Then the Dockerfile's build command.

@@ -46,9 +46,9 @@ static_build() { CGO_ENABLED=0 "$@"; }
 # Every build here is -trimpath: Go's build cache keys a package compiled
 # without it by its folder, so a clone in a folder of its own (as CI
 # makes) compiled the whole module again for the race detector, warm cache
-# or not: 387 s of CPU where the same clone's second run took 63 s
+# or not: 387 s of CPU where the same clone's second run took 82 s
 # (2026-12-07, `go test -race -c` of every package; with -trimpath a
-# clone in a new folder took 63 s too). Every binary this script links
+# clone in a new folder took 63 s). Every binary this script links
 # (some 60 test binaries, realsyncd's for the end-to-end tests and the
 # SDKs) is linked without DWARF (-w: the race detector's reports and
 # panics read the symbol table, which stays): a race-built test binary
