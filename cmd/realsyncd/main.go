@@ -367,7 +367,7 @@ const cutGrace = time.Second
 // clients saw errors). What else was left running then (the streams'
 // lease releases, the registry leave, the store's calls) lapses as a
 // killed instance's does: a warning names it.
-func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) error, lastSends func(context.Context) bool, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
+func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) error, lastSends func(context.Context) bool, served <-chan error, hub streamsCloser, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -432,6 +432,11 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 		log.Warn(shutdownWarning(timeout, ctx.Err() != nil)+left, "overran", len(overran))
 	}
 	return nil
+}
+
+// streamsCloser ends the event streams within ctx (sse.Hub.CloseContext).
+type streamsCloser interface {
+	CloseContext(ctx context.Context) error
 }
 
 // shutdownWarning is how the warning of a shutdown that left something
