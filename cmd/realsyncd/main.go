@@ -429,7 +429,14 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w%s", timeout, err, left)
 	}
 	if left != "" {
-		log.Warn(shutdownWarning(timeout, ctx.Err() != nil)+left, "overran", len(overran))
+		// the timeout, when it ended first; otherwise only the hub's own
+		// wait for its taken-over streams' ends ran out (sse's closeWait,
+		// a few seconds: clients that stopped reading), within it
+		first := "REALSYNC_SHUTDOWN_TIMEOUT (" + timeout.String() + ") ended first"
+		if ctx.Err() == nil {
+			first = "within REALSYNC_SHUTDOWN_TIMEOUT (" + timeout.String() + "), some streams' ends were not waited for"
+		}
+		log.Warn("shutdown: "+first+left, "overran", len(overran))
 	}
 	return nil
 }
@@ -437,17 +444,6 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 // streamsCloser ends the event streams within ctx (sse.Hub.CloseContext).
 type streamsCloser interface {
 	CloseContext(ctx context.Context) error
-}
-
-// shutdownWarning is how the warning of a shutdown that left something
-// running begins: the timeout, when it ended first; otherwise only the
-// hub's own wait for its taken-over streams' ends ran out (sse's
-// closeWait, a few seconds: clients that stopped reading), within it.
-func shutdownWarning(timeout time.Duration, timedOut bool) string {
-	if timedOut {
-		return "shutdown: REALSYNC_SHUTDOWN_TIMEOUT (" + timeout.String() + ") ended first"
-	}
-	return "shutdown: within REALSYNC_SHUTDOWN_TIMEOUT (" + timeout.String() + "), some streams' ends were not waited for"
 }
 
 // doneWithin runs f and reports whether it returned before ctx ended; f goes
