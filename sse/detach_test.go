@@ -70,7 +70,7 @@ func TestDetachLooper(t *testing.T) {
 			var logs bytes.Buffer
 			h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{},
 				cfg: Config{Log: slog.New(slog.NewTextHandler(&logs, nil)), Heartbeat: time.Hour}}
-			hd := newHeld(Lease{UserID: "u"})
+			hd := newHeld(nil, Lease{UserID: "u"})
 			c := &detachable{line: &recordingLine{}}
 			out := lent(c, noMetrics{}, KindMe)
 			out.write([]byte("opening\n\n"))

@@ -507,7 +507,9 @@ func (h *Hub) leased() []leased {
 	h.mu.Unlock()
 	h.lobby.mu.Lock()
 	for st := range h.lobby.streams {
-		if !st.lease.Server { // the server's lobby stream holds no lease
+		// the server's lobby stream holds no lease; one cut as slow gave
+		// its back (held.end)
+		if !st.lease.Server && st.holds.Load() {
 			sts = append(sts, st)
 		}
 	}
@@ -532,13 +534,13 @@ func (h *Hub) record(ctx context.Context, st leased, l Lease) {
 	}
 }
 
-// open reports whether stream st is still open.
+// open reports whether stream st is still open and holds its lease.
 func (h *Hub) open(st leased) bool {
 	if ls, ok := st.(*lobbyStream); ok {
 		h.lobby.mu.Lock()
 		defer h.lobby.mu.Unlock()
 		_, ok := h.lobby.streams[ls]
-		return ok
+		return ok && ls.holds.Load()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

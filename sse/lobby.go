@@ -160,14 +160,16 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode, region string) error {
 	st := &lobbyStream{mode: mode, region: region, q: queue[*lobbyItem]{max: h.cfg.QueueSize},
 		seen: map[string]int64{},
-		held: newHeld(Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
+		held: newHeld(h, Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
+	st.free = func() { h.closeLobby(st) }
 	if err := h.cfg.Source.OpenLobby(ctx, st.lease); err != nil {
 		return err
 	}
+	st.opened()
 	st.renewed.Store(time.Now().UnixNano())
 	var opened undo
 	defer opened.runUnlessCarried()
-	opened.add(func() { h.closeLobby(st) })
+	opened.add(st.giveBack)
 	if err := h.joinLobby(ctx, st); err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (f *failingSender) Send([]byte) error {
 // heartbeat, meanwhile holding its lease.
 func TestLoopEndsWhenTheHandlersFlushFails(t *testing.T) {
 	h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
-	hd := newHeld(Lease{})
+	hd := newHeld(nil, Lease{})
 	out := lent(&failingSender{}, noMetrics{}, KindMe)
 	out.write(retryFrame(0))
 	hd.signal() // something queued
@@ -63,7 +63,7 @@ func TestLoopEndsWhenTheHandlersFlushFails(t *testing.T) {
 // carrier that recovers the panic (api.carryStreams) relies on.
 func TestLooperStepThatPanicsReleasesTheStream(t *testing.T) {
 	h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
-	hd := newHeld(Lease{})
+	hd := newHeld(nil, Lease{})
 	out := lent(&failingSender{sends: -10}, noMetrics{}, KindLobby)
 	l := newLooper(context.Background(), h, &hd, out, func(context.Context) string { panic("in a handler") })
 	var ended []string
@@ -150,7 +150,7 @@ func TestLooperWakesOnItsChannel(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
-			hd := newHeld(Lease{})
+			hd := newHeld(nil, Lease{})
 			rec := &recordingSender{}
 			out := lent(rec, noMetrics{}, KindRoom)
 			out.write([]byte("opening\n\n"))
@@ -225,7 +225,7 @@ func TestLooperContextEndedBeforeItWasTold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, ended := range []bool{true, false} {
 				h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
-				hd := newHeld(Lease{})
+				hd := newHeld(nil, Lease{})
 				var s sender = &recordingSender{}
 				if tc.sendFails {
 					s = &failingSender{sends: 1} // its next Send fails

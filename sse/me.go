@@ -161,7 +161,8 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	}
 	sess := Session{UserID: u.ID, Platform: platform, ID: h.streamName()}
 	st := &meStream{session: sess, q: queue[meItem]{max: h.cfg.QueueSize}, seen: map[string]int64{},
-		held: newHeld(Lease{UserID: u.ID, Stream: sess.ID, Platform: platform})}
+		held: newHeld(h, Lease{UserID: u.ID, Stream: sess.ID, Platform: platform})}
+	st.free = func() { h.closeSession(st) }
 	// subscribe first, then open (which reads the log's position): an
 	// event published in between is queued and dropped as already sent
 	if err := h.meJoin(ctx, h.me.users, u.ID, st, feed.SubscribeUser); err != nil {
@@ -174,6 +175,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	if err != nil {
 		return err
 	}
+	st.opened()
 	sm, _ := h.cfg.Metrics.(SessionMetrics)
 	if sm != nil {
 		sm.SessionOpened(platform)
@@ -186,7 +188,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	h.me.mu.Lock()
 	h.me.streams[st] = struct{}{}
 	h.me.mu.Unlock()
-	opened.add(func() { h.closeSession(st) })
+	opened.add(st.giveBack)
 	opened.add(func() { h.unfollow(feed, st, st.follows) }) // the follows of its end
 	ids, err := h.cfg.Users.Following(ctx, u.ID)
 	if err != nil {

@@ -17,7 +17,14 @@ import (
 // clock of every stream that has no goroutine waiting on its own timers
 // (taken over, or served by a looper), reads of it.
 type held struct {
+	hub   *Hub
 	lease Lease
+	// free gives the stream's lease back (set before the stream is
+	// shared). holds: the stream holds its lease, from its opening until
+	// free runs (giveBack), once, at the stream's release or at its cut
+	// as slow (end), whichever comes first
+	free  func()
+	holds atomic.Bool
 	// renewed is when the lease was last recorded or renewed (Unix ns).
 	renewed atomic.Int64
 	why     string // why the stream ends (an End… reason), set before over
@@ -54,18 +61,38 @@ type held struct {
 	expires   time.Time    // when its token expires, for its token_expiring frame (expiringFrame); zero: no token end
 }
 
-// newHeld is the holding of a new stream with lease l.
-func newHeld(l Lease) held {
-	return held{lease: l, wake: make(chan struct{}, 1)}
+// newHeld is the holding of a new stream of hub h with lease l.
+func newHeld(h *Hub, l Lease) held {
+	return held{hub: h, lease: l, wake: make(chan struct{}, 1)}
 }
 
-// end ends the stream for reason why; the first reason given wins.
+// end ends the stream for reason why; the first reason given wins. A
+// stream cut as slow (EndSlow: its queue was full) gives its lease back
+// at once, on a goroutine of its own (Hub.releaseAlone): its write is
+// stuck until its client reads or the write timeout (10 s) cuts it, and
+// meanwhile its player would show connected, and the stream would hold
+// its place among its user's streams (a personal stream: its session).
 func (h *held) end(why string) {
+	first := false
 	h.cut.Do(func() {
 		h.why = why
 		h.over.Store(true)
+		first = true
 	})
 	h.signal()
+	if first && why == EndSlow && h.holds.Load() {
+		h.hub.releaseAlone(h.giveBack)
+	}
+}
+
+// opened records that the stream holds its lease (its opening recorded it).
+func (h *held) opened() { h.holds.Store(true) }
+
+// giveBack gives the stream's lease back (free) if it holds it still.
+func (h *held) giveBack() {
+	if h.holds.CompareAndSwap(true, false) {
+		h.free()
+	}
 }
 
 // signal wakes the stream's goroutine, if it has one (see wake).
@@ -99,7 +126,6 @@ type leased interface {
 // its connection over (a Line: no goroutine while it is idle, see line.go).
 type stream struct {
 	held
-	hub  *Hub
 	user rooms.User
 	room *room
 
@@ -219,8 +245,8 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err := rooms.RequireScope(u, rooms.ScopeRead); err != nil {
 		return err
 	}
-	st := &stream{hub: h, user: u,
-		held: newHeld(Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
+	st := &stream{user: u, held: newHeld(h, Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
+	st.free = func() { h.release(st) }
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
 		return err
@@ -235,6 +261,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 		return err
 	}
 	st.lease.PlayerID = o.PlayerID
+	st.opened()
 	st.room = r
 	st.renewed.Store(time.Now().UnixNano())
 	if !st.lease.Server {
@@ -289,6 +316,19 @@ const releaseWait = 250 * time.Millisecond
 // within its context) and a lease it could not drop lapses. A panic of
 // release is logged.
 func (h *Hub) awaitRelease(release func()) {
+	done := h.releaseAlone(release)
+	t := time.NewTimer(releaseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// releaseAlone runs a stream's release on a goroutine of its own, which
+// the hub's Close waits for; the channel is closed once it ran. A panic
+// of release is logged.
+func (h *Hub) releaseAlone(release func()) <-chan struct{} {
 	done := make(chan struct{})
 	h.releasing.Add(1)
 	go func() {
@@ -301,12 +341,7 @@ func (h *Hub) awaitRelease(release func()) {
 		}()
 		release()
 	}()
-	t := time.NewTimer(releaseWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+	return done
 }
 
 // ResumedEvent is the type of the event that follows a replay: the client
@@ -335,9 +370,10 @@ func startOf(c Cursor, o Opening) string {
 	return StartReplay
 }
 
-// finish releases an ended stream's lease, then detaches it from its room.
+// finish releases an ended stream's lease (unless its cut did), then
+// detaches it from its room.
 func (h *Hub) finish(r *room, st *stream) {
-	h.release(st)
+	st.giveBack()
 	h.detach(r, st)
 }
 

@@ -22,8 +22,9 @@ import (
 const capTTL = 1500 * time.Millisecond
 
 // newCapEnv is a store capping each user at max open streams and a hub
-// over it, both with a short lease TTL (renewals every 500 ms).
-func newCapEnv(t *testing.T, b redistest.Backend, max int, logs *testlog.Buffer) (*env, string) {
+// over it (its Config changed by mut), both with a short lease TTL
+// (renewals every 500 ms).
+func newCapEnv(t *testing.T, b redistest.Backend, max int, logs *testlog.Buffer, mut ...func(*sse.Config)) (*env, string) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
@@ -31,9 +32,13 @@ func newCapEnv(t *testing.T, b redistest.Backend, max int, logs *testlog.Buffer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, PresenceTTL: capTTL,
+	cfg := sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, PresenceTTL: capTTL,
 		RoomJSON: func(r rooms.Room) any { return map[string]any{"id": r.ID} },
-		Log:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Log:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	hub := sse.NewHub(cfg)
 	t.Cleanup(func() { hub.Close(); st.Close() })
 	return &env{st: st, hub: hub}, prefix
 }

@@ -1,0 +1,134 @@
+package sse_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// A stream cut as slow (its queue filled while its write was stuck) gives
+// its lease back at the cut, not once its stuck write ends (over HTTP, at
+// the write timeout, 10 s later): while the write is still stuck, its
+// place among its user's streams is free, a room stream's player shows
+// disconnected, a personal stream's session is closed (its user offline).
+// Renewals do not record it again, and the stream then ends as before,
+// once its write fails. Without the early release the hub renews the
+// lease as long as the write is stuck.
+func TestSlowStreamGivesItsLeaseBackAtTheCut(t *testing.T) {
+	ctx := context.Background()
+	// places is alice's count of open streams (room and lobby streams).
+	places := func(t *testing.T, e *env) int64 {
+		n, err := e.st.Client().ZCard(ctx, e.st.Sessions().StreamsKey(alice.ID)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	online := func(t *testing.T, e *env) bool {
+		ss, err := e.st.Sessions().Statuses(ctx, []string{alice.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss[0].Online
+	}
+	type stream struct {
+		done  chan error
+		flood func()      // fills the stream's queue
+		held  func() bool // whether the stream's lease is held, as its kind shows it
+	}
+	kinds := []struct {
+		name string
+		open func(t *testing.T, e *env, cl *client) stream
+	}{
+		{"room", func(t *testing.T, e *env, cl *client) stream {
+			id := e.room(t)
+			_, done := e.serve(t, alice, id, sse.Cursor{}, cl)
+			return stream{done: done,
+				flood: func() {
+					for i := range 30 {
+						e.patch(t, alice, id, i)
+					}
+				},
+				held: func() bool {
+					r, _, err := e.st.Get(ctx, id, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return r.Players[0].Connected || places(t, e) != 0
+				}}
+		}},
+		{"lobby", func(t *testing.T, e *env, cl *client) stream {
+			_, done := e.serveLobby(t, alice, cl)
+			return stream{done: done,
+				flood: func() {
+					for i := range 30 {
+						u := rooms.User{ID: "u-creator-" + strconv.Itoa(i), Name: "c"}
+						if _, err := e.st.Create(ctx, u, rooms.NewRoom{Name: "r", Mode: "m", Region: "r", MaxPlayers: 4,
+							Visibility: rooms.Public, Attributes: map[string]any{}, State: rooms.State{},
+							StatePolicy: rooms.PolicyOpen}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				},
+				held: func() bool { return places(t, e) != 0 }}
+		}},
+		{"personal", func(t *testing.T, e *env, cl *client) stream {
+			sctx, cancel := context.WithCancel(ctx)
+			t.Cleanup(cancel)
+			done := make(chan error, 1)
+			go func() { done <- e.hub.ServeMe(sctx, cl, alice, "web", sse.Cursor{}) }()
+			return stream{done: done,
+				flood: func() {
+					for i := range 30 {
+						dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, alice.ID, time.Now()),
+							From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: []byte(strconv.Itoa(i))}}
+						if err := e.st.Sessions().Send(ctx, alice.ID, dm); err != nil {
+							t.Fatal(err)
+						}
+					}
+				},
+				held: func() bool { return online(t, e) }}
+		}},
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+				var logs testlog.Buffer
+				e, _ := newCapEnv(t, b, 1, &logs, func(c *sse.Config) {
+					c.QueueSize, c.Users = 8, c.Source.(*store.Store).Sessions()
+				})
+				cl := newClient()
+				cl.blocked = make(chan struct{}) // every write stuck, the opening's too
+				s := k.open(t, e, cl)
+				waitUntil(t, "the stream's lease held", s.held)
+				s.flood()
+				waitUntil(t, "the lease given back at the cut", func() bool { return !s.held() })
+				// over two renewals of the hub's (every capTTL/3), which
+				// must not record it again
+				time.Sleep(capTTL)
+				if s.held() {
+					t.Error("the lease is held again while the write is still stuck")
+				}
+				select {
+				case err := <-s.done:
+					t.Fatalf("the stream ended (%v) before its stuck write did", err)
+				default:
+				}
+				close(cl.blocked)
+				wait(t, s.done, "the cut stream, once its write failed")
+				if s.held() {
+					t.Error("the lease is held again after the stream's end")
+				}
+			})
+		})
+	}
+}
