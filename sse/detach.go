@@ -60,7 +60,8 @@ func (h *Hub) detachLooper(c Client, l *looper) bool {
 		defer func() {
 			// Step released the stream (looper.Step); the panic ends here
 			if v := recover(); v != nil {
-				h.cfg.Log.Error("sse: a detached stream panicked", "panic", v, "user", l.hd.lease.UserID)
+				// with its request's context: the request's id (api.LogHandler)
+				h.cfg.Log.ErrorContext(l.ctx, "sse: a detached stream panicked", "panic", v, "user", l.hd.lease.UserID)
 			}
 		}()
 		run(l)

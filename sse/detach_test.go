@@ -40,11 +40,26 @@ func (l *recordingLine) End(final []byte) {
 
 func (l *recordingLine) endedTimes() int { l.mu.Lock(); defer l.mu.Unlock(); return l.ended }
 
+// requestTag is a request's value in TestDetachLooper's contexts, which
+// requestTagged adds to the lines logged with them (as api.LogHandler
+// adds a request's id).
+type requestTag struct{}
+
+type requestTagged struct{ slog.Handler }
+
+func (h requestTagged) Handle(ctx context.Context, r slog.Record) error {
+	if v, ok := ctx.Value(requestTag{}).(string); ok {
+		r.AddAttrs(slog.String("tag", v))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
 // A looped stream whose client gives up its connection runs on a
 // goroutine of its own once its opening went through the request: what
 // it writes goes to the Line, on a context that outlives the request's;
 // the sweep ends it once its client is gone; it is released before its
-// body ends, once; a Step that panics releases it too, and is logged. A
+// body ends, once; a Step that panics releases it too, and is logged
+// with its request's context. A
 // stream whose end is a channel (an API key's revocation, watched through
 // its request's context) stays with its request.
 func TestDetachLooper(t *testing.T) {
@@ -69,12 +84,12 @@ func TestDetachLooper(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{},
-				cfg: Config{Log: slog.New(slog.NewTextHandler(&logs, nil)), Heartbeat: time.Hour}}
+				cfg: Config{Log: slog.New(requestTagged{slog.NewTextHandler(&logs, nil)}), Heartbeat: time.Hour}}
 			hd := newHeld(nil, Lease{UserID: "u"})
 			c := &detachable{line: &recordingLine{}}
 			out := lent(c, noMetrics{}, KindMe)
 			out.write([]byte("opening\n\n"))
-			req, endRequest := context.WithCancel(context.Background())
+			req, endRequest := context.WithCancel(context.WithValue(context.Background(), requestTag{}, "r-1"))
 			defer endRequest()
 			var handled []context.Context
 			l := newLooper(tc.end(req), h, &hd, out, func(ctx context.Context) string {
@@ -116,7 +131,8 @@ func TestDetachLooper(t *testing.T) {
 				}
 				// logged by the stream's goroutine once it recovered
 				waitFor(t, "the stream's goroutine's end", func() bool { return h.detached.Load() == 0 })
-				if !bytes.Contains(logs.Bytes(), []byte("panicked")) {
+				// with the request's context (what api.LogHandler reads its id from)
+				if !bytes.Contains(logs.Bytes(), []byte("panicked")) || !bytes.Contains(logs.Bytes(), []byte("tag=r-1")) {
 					t.Fatalf("logged %q", logs.String())
 				}
 			} else {

@@ -14,18 +14,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/metrics"
 )
 
 // newLogger returns the process' logger: text or JSON lines on w, from
-// level up.
+// level up, a line logged with a request's context carrying its
+// request_id (api.LogHandler).
 func newLogger(w io.Writer, format, level string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: logLevels[level]}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(newDedupHandler(h, slog.LevelWarn, logDedupInterval))
+	return slog.New(newDedupHandler(api.LogHandler(h), slog.LevelWarn, logDedupInterval))
 }
 
 // redisLogger routes go-redis' own log lines (reconnects, "Unexpected conn
