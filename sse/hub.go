@@ -126,8 +126,9 @@ type Hub struct {
 	// detached: the looped streams running on a goroutine of their own,
 	// their connection taken over (detachLooper)
 	detached atomic.Int64
-	// releasing: ended streams' releases under way (awaitRelease), which
-	// Close waits for after the ends
+	// releasing: streams' releases under way (releaseAlone: an ended
+	// stream's, awaitRelease; a slow stream's at its cut), which Close
+	// waits for after the ends
 	releasing atomic.Int64
 	loops     sync.WaitGroup
 	seq       atomic.Int64
@@ -502,7 +503,9 @@ func (h *Hub) leased() []leased {
 	h.mu.Lock()
 	sts := make([]leased, 0, len(h.streams))
 	for st := range h.streams {
-		sts = append(sts, st)
+		if st.holds.Load() { // not one whose cut gave its lease back (held.end)
+			sts = append(sts, st)
+		}
 	}
 	h.mu.Unlock()
 	h.lobby.mu.Lock()
@@ -545,7 +548,7 @@ func (h *Hub) open(st leased) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, ok := h.streams[st.(*stream)]
-	return ok
+	return ok && st.holding().holds.Load()
 }
 
 // check compares every watched room's version with the store's and catches

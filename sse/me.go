@@ -175,7 +175,6 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	if err != nil {
 		return err
 	}
-	st.opened()
 	sm, _ := h.cfg.Metrics.(SessionMetrics)
 	if sm != nil {
 		sm.SessionOpened(platform)
@@ -188,6 +187,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	h.me.mu.Lock()
 	h.me.streams[st] = struct{}{}
 	h.me.mu.Unlock()
+	st.opened()
 	opened.add(st.giveBack)
 	opened.add(func() { h.unfollow(feed, st, st.follows) }) // the follows of its end
 	ids, err := h.cfg.Users.Following(ctx, u.ID)

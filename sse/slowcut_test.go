@@ -132,3 +132,116 @@ func TestSlowStreamGivesItsLeaseBackAtTheCut(t *testing.T) {
 		})
 	}
 }
+
+// openingSource runs flood right after a room stream's lease was recorded,
+// before Serve goes on: within its opening.
+type openingSource struct {
+	sse.Source
+	flood func()
+}
+
+func (s openingSource) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
+	o, err := s.Source.OpenStream(ctx, l, read, c, limit)
+	if err == nil {
+		s.flood()
+	}
+	return o, err
+}
+
+// openingUsers runs flood right after a personal stream's session was
+// opened, before ServeMe goes on.
+type openingUsers struct {
+	sse.UserSource
+	flood func()
+}
+
+func (u openingUsers) OpenSession(ctx context.Context, s sse.Session, c sse.Cursor, limit int) (sse.UserOpening, error) {
+	o, err := u.UserSource.OpenSession(ctx, s, c, limit)
+	if err == nil {
+		u.flood()
+	}
+	return o, err
+}
+
+// A stream cut as slow within its opening (its queue full before it was
+// among the hub's renewed streams) gives its lease back once it is, while
+// its write is stuck; renewals do not record it again, and once it ended
+// the hub holds no stream. (The lobby's stream gets no item before it
+// opened.)
+func TestSlowCutWithinTheOpeningGivesTheLeaseBack(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"room", "personal"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+				var logs testlog.Buffer
+				rec := newRecorder()
+				var e *env
+				var id string
+				dropped := func() bool { _, _, _, d := rec.snapshot(); return d[sse.KindRoom]+d[sse.KindMe] > 0 }
+				e, _ = newCapEnv(t, b, 1, &logs, func(c *sse.Config) {
+					st := c.Source.(*store.Store)
+					c.QueueSize, c.Metrics = 8, rec
+					c.Source = openingSource{Source: st, flood: func() {
+						for i := range 30 {
+							e.patch(t, alice, id, i)
+						}
+						waitUntil(t, "the stream's queue full within its opening", dropped)
+					}}
+					c.Users = openingUsers{UserSource: st.Sessions(), flood: func() {
+						for i := range 30 {
+							dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, alice.ID, time.Now()),
+								From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: []byte(strconv.Itoa(i))}}
+							if err := st.Sessions().Send(ctx, alice.ID, dm); err != nil {
+								t.Error(err)
+							}
+						}
+						waitUntil(t, "the stream's queue full within its opening", dropped)
+					}}
+				})
+				cl := newClient()
+				cl.blocked = make(chan struct{})
+				var done chan error
+				var held func() bool
+				if kind == "room" {
+					id = e.room(t)
+					_, done = e.serve(t, alice, id, sse.Cursor{}, cl)
+					held = func() bool {
+						r, _, err := e.st.Get(ctx, id, false)
+						if err != nil {
+							t.Fatal(err)
+						}
+						n, err := e.st.Client().ZCard(ctx, e.st.Sessions().StreamsKey(alice.ID)).Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+						return r.Players[0].Connected || n != 0
+					}
+				} else {
+					sctx, cancel := context.WithCancel(ctx)
+					t.Cleanup(cancel)
+					done = make(chan error, 1)
+					go func() { done <- e.hub.ServeMe(sctx, cl, alice, "web", sse.Cursor{}) }()
+					held = func() bool {
+						ss, err := e.st.Sessions().Statuses(ctx, []string{alice.ID})
+						if err != nil {
+							t.Fatal(err)
+						}
+						return ss[0].Online
+					}
+				}
+				waitUntil(t, "the stream cut within its opening", dropped)
+				waitUntil(t, "the lease given back once the stream opened", func() bool { return !held() })
+				time.Sleep(capTTL) // over two of the hub's renewals
+				if held() {
+					t.Error("the lease is held again while the write is still stuck")
+				}
+				close(cl.blocked)
+				wait(t, done, "the cut stream, once its write failed")
+				if held() || e.hub.Streams() != 0 {
+					t.Errorf("after the stream's end: lease held %v, the hub holds %d streams", held(), e.hub.Streams())
+				}
+			})
+		})
+	}
+}

@@ -85,8 +85,17 @@ func (h *held) end(why string) {
 	}
 }
 
-// opened records that the stream holds its lease (its opening recorded it).
-func (h *held) opened() { h.holds.Store(true) }
+// opened records that the stream holds its lease (its opening recorded
+// it): call it once the stream is where its release looks for it (among
+// the hub's renewed streams). A cut as slow that came before gives the
+// lease back now (end gave nothing back: it did not hold it yet); should
+// both see the other, giveBack runs the release once.
+func (h *held) opened() {
+	h.holds.Store(true)
+	if h.isOver() && h.why == EndSlow {
+		h.hub.releaseAlone(h.giveBack)
+	}
+}
 
 // giveBack gives the stream's lease back (free) if it holds it still.
 func (h *held) giveBack() {
@@ -261,12 +270,12 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 		return err
 	}
 	st.lease.PlayerID = o.PlayerID
-	st.opened()
 	st.room = r
 	st.renewed.Store(time.Now().UnixNano())
 	if !st.lease.Server {
 		h.track(st) // the server's stream holds no lease to renew
 	}
+	st.opened()
 	why := EndClientGone
 	defer func() {
 		if why != "" { // "": taken over or carried, ended elsewhere

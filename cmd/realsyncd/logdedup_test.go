@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/testlog"
 )
 
@@ -39,5 +42,16 @@ func TestDedupHandler(t *testing.T) {
 	}
 	if n := strings.Count(text, "msg=janitor"); n != 1 {
 		t.Errorf("%d janitor lines, want 1", n)
+	}
+}
+
+// The process' logger gives a request's lines its id (api.LogHandler),
+// under the dedup handler, in either format.
+func TestLoggerTagsRequestLines(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		d, ok := newLogger(io.Discard, format, "info").Handler().(*dedupHandler)
+		if want := fmt.Sprintf("%T", api.LogHandler(nil)); !ok || fmt.Sprintf("%T", d.inner) != want {
+			t.Errorf("%s: the logger's handler is %T, want a dedup handler over %s", format, newLogger(io.Discard, format, "info").Handler(), want)
+		}
 	}
 }
