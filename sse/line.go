@@ -130,11 +130,13 @@ const maxPooledBuffer = 64 << 10
 
 // drain writes a taken-over stream's queued events (and the heartbeat
 // asked for), batch after batch, until there is nothing left; it hangs up
-// when the stream ends. One drain at most runs per stream (st.busy).
+// when the stream ends. One drain at most runs per stream (st.busy). A
+// panic ends the stream alone (recoverDrain).
 func (h *Hub) drain(st *stream) {
 	out := writer{c: st.line, m: h.cfg.Metrics, kind: KindRoom}
 	out.take()
 	defer out.release()
+	defer h.recoverDrain(st, &out)
 	pid := st.lease.PlayerID
 	for {
 		if st.ended() {
@@ -184,6 +186,27 @@ func (h *Hub) drain(st *stream) {
 	}
 }
 
+// recoverDrain, deferred by drain, ends taken-over stream st when its
+// drain panicked: logged, then released and hung up as a stream whose
+// client left (EndClientGone), so that a fault in one stream costs that
+// stream, not the instance and every stream on it (a panic on a goroutine
+// of the hub's own is not recovered by net/http, as a handler's is).
+func (h *Hub) recoverDrain(st *stream, out *writer) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	h.cfg.Log.Error("sse: a taken-over stream panicked", "panic", v, "room", st.lease.Room, "player", st.lease.PlayerID)
+	st.held.end(EndClientGone)
+	defer func() {
+		// its line broken beyond ending (End panicked too)
+		if v := recover(); v != nil {
+			h.cfg.Log.Error("sse: a taken-over stream's hang-up panicked", "panic", v, "room", st.lease.Room)
+		}
+	}()
+	h.hangUp(st, out)
+}
+
 // lineChunk is the most streams of a room one goroutine writes an event to
 // (room.broadcast): the room's worker writes the first chunk, one goroutine
 // each the others, so that a room of many streams still uses every core.
@@ -210,8 +233,19 @@ func (h *Hub) writeLines(sts []*stream) {
 // Reports whether st is done (no longer busy); false leaves it busy for a
 // drain to take over: the stream ended, it has such an event, its line
 // cannot write without blocking, or the connection took only part of the
-// write (st.owed: the line keeps the rest, the drain writes it first).
-func (h *Hub) tryDrain(st *stream, out *writer) bool {
+// write (st.owed: the line keeps the rest, the drain writes it first). A
+// panic ends st (EndClientGone) for its drain to hang up.
+func (h *Hub) tryDrain(st *stream, out *writer) (done bool) {
+	defer func() {
+		// a panic ends st alone, not the room's worker: its drain, started
+		// by writeLines, hangs it up
+		if v := recover(); v != nil {
+			h.cfg.Log.Error("sse: a taken-over stream panicked", "panic", v, "room", st.lease.Room, "player", st.lease.PlayerID)
+			out.buf, out.events = out.buf[:0], 0
+			st.held.end(EndClientGone)
+			done = false
+		}
+	}()
 	ts, ok := st.line.(TrySender)
 	if !ok || st.ended() {
 		return false
