@@ -79,7 +79,7 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 	if err := st.Leave(ctx, bob, j.Room.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Delete(ctx, alice, j.Room.ID); err != nil {
+	if _, err := st.Delete(ctx, alice, j.Room.ID); err != nil {
 		t.Fatal(err)
 	}
 	de.drain(t)

@@ -25,19 +25,17 @@ type Notifier interface {
 	Closed(ctx context.Context, uids []string, room string, reason CloseReason) error
 }
 
-// membersOf returns the user ids of room id's players (none when it
-// cannot be read: the notice is then not sent), and of player pid's user
-// when pid > 0.
-func (s *Service) membersOf(ctx context.Context, id string, pid int) (all []string, of string) {
+// userOf returns the user id of room id's player pid ("" when it cannot
+// be read: the notice is then not sent).
+func (s *Service) userOf(ctx context.Context, id string, pid int) string {
 	r, _, err := s.store.Get(ctx, id, false)
 	if err != nil {
-		return nil, ""
+		return ""
 	}
 	for _, p := range r.Players {
-		all = append(all, p.UserID)
 		if p.PlayerID == pid {
-			of = p.UserID
+			return p.UserID
 		}
 	}
-	return all, of
+	return ""
 }

@@ -169,7 +169,7 @@ func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban boo
 	}
 	var uid string
 	if s.notices != nil {
-		_, uid = s.membersOf(ctx, id, int(pid)) // playerIds are never reused
+		uid = s.userOf(ctx, id, int(pid)) // playerIds are never reused
 	}
 	var err error
 	if ban {
@@ -204,7 +204,8 @@ func (s *Service) Update(ctx context.Context, u User, id string, p UpdateParams)
 }
 
 // Delete closes the room on behalf of its owner u, or of the server
-// (ScopeAdmin).
+// (ScopeAdmin), and tells its members but u of it (room_closed on their
+// personal streams): those in it as it closed, as the close read them.
 func (s *Service) Delete(ctx context.Context, u User, id string) error {
 	if err := RequireScope(u, ScopeAdmin); err != nil {
 		return err
@@ -212,12 +213,8 @@ func (s *Service) Delete(ctx context.Context, u User, id string) error {
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
-	var uids []string
-	if s.notices != nil {
-		uids, _ = s.membersOf(ctx, id, 0)
-	}
-	err := s.store.Delete(ctx, u, id)
-	if err == nil && len(uids) > 0 {
+	uids, err := s.store.Delete(ctx, u, id)
+	if err == nil && s.notices != nil && len(uids) > 0 {
 		// as for Kicked: the room's stream told its connected members
 		nctx, cancel := noticeContext(ctx)
 		defer cancel()

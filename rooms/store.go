@@ -34,8 +34,11 @@ type Store interface {
 	// Update applies the owner's changes: ErrNotMember, ErrNotOwner,
 	// ErrInvalidTransition, or a validation error on maxPlayers.
 	Update(ctx context.Context, u User, id string, p UpdateParams) (Room, error)
-	// Delete closes the room on behalf of its owner.
-	Delete(ctx context.Context, u User, id string) error
+	// Delete closes the room on behalf of its owner (or the server), and
+	// returns the user ids of its members as it closed, u's among them:
+	// read in the close itself, so that a join answered before it is
+	// there and a leave answered before it is not.
+	Delete(ctx context.Context, u User, id string) (members []string, err error)
 	// PatchState merge-patches the state on behalf of member u; a nil value
 	// deletes its key. ErrVersionMismatch when ifMatch >= 0 differs from the
 	// stateVersion, ErrStateKeyForbidden, ErrTooLarge past the totals.

@@ -93,7 +93,7 @@ func TestLobbyFeedFollowsJoinableRooms(t *testing.T) {
 				_, err := e.st.Update(ctx, bob, id, rooms.UpdateParams{Status: ptr(rooms.Waiting)})
 				return err
 			}, "room_added"},
-			{func() error { return e.st.Delete(ctx, bob, id) }, "room_removed"},
+			{func() error { _, err := e.st.Delete(ctx, bob, id); return err }, "room_removed"},
 		}
 		evs := waitLobby(t, cl, 2)
 		if evs[1].Type != "room_added" || evs[1].Room.ID != id {

@@ -106,7 +106,7 @@ func TestStreamMetrics(t *testing.T) {
 		closing := newClient()
 		_, closingDone := e.serve(t, alice, id, sse.Cursor{}, closing)
 		closing.waitFor(t, version(t, e, id))
-		if err := e.st.Delete(ctx, alice, id); err != nil {
+		if _, err := e.st.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
 		wait(t, closingDone, "closed room's stream")

@@ -186,7 +186,7 @@ func TestStreamEndsWhenPlayerLeavesOrRoomCloses(t *testing.T) {
 		if l := last(bc.all()); l.Type != "player_left" || !strings.Contains(l.Data, `"playerId":2`) {
 			t.Errorf("kicked stream ends with %+v", l)
 		}
-		if err := e.st.Delete(ctx, alice, id); err != nil {
+		if _, err := e.st.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
 		wait(t, aliceDone, "closed room's stream")

@@ -72,13 +72,13 @@ func TestBanFlow(t *testing.T) {
 		if _, in := r.Member(bob.ID); in {
 			t.Fatal("bob still a member")
 		}
-		if err := s.Delete(ctx, alice, pub.ID); err != nil {
+		if _, err := s.Delete(ctx, alice, pub.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Delete(ctx, server, priv.ID); err != nil {
+		if _, err := s.Delete(ctx, server, priv.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Delete(ctx, bob, q.Room.ID); err != nil {
+		if _, err := s.Delete(ctx, bob, q.Room.ID); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range countKeys(t, s) {
@@ -224,7 +224,7 @@ func TestServerActions(t *testing.T) {
 		if err := s.Kick(ctx, server, id, 1); err != nil { // even the owner
 			t.Fatal(err)
 		}
-		if err := s.Delete(ctx, server, id); err != nil {
+		if _, err := s.Delete(ctx, server, id); err != nil {
 			t.Fatal(err)
 		}
 		// a player without a user id would pass for the server: refused

@@ -144,7 +144,7 @@ func TestConcurrentChurnKeepsInvariants(t *testing.T) {
 					}
 					n++
 					if i%2 == 0 {
-						if err := s2.Delete(ctx, u, j.Room.ID); err != nil {
+						if _, err := s2.Delete(ctx, u, j.Room.ID); err != nil {
 							t.Error(err)
 							return
 						}

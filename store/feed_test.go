@@ -102,7 +102,7 @@ func TestFeedForgetsUnsubscribedChannels(t *testing.T) {
 				t.Fatalf("room %d: %v", i, err)
 			}
 			feed.Unsubscribe(r.ID)
-			if err := s.Delete(ctx, bob, r.ID); err != nil {
+			if _, err := s.Delete(ctx, bob, r.ID); err != nil {
 				t.Fatal(err)
 			}
 		}

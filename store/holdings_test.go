@@ -160,7 +160,7 @@ func TestRoomQuotasFollowTheRooms(t *testing.T) {
 			// a room closed by someone else is found out when the user
 			// reaches a limit, once its entry is older than a reservation
 			// in flight can be
-			if err := s.Delete(ctx, carol, carols); err != nil {
+			if _, err := s.Delete(ctx, carol, carols); err != nil {
 				t.Fatal(err)
 			}
 			if h := holdings(t, s, alice); len(h) != 2 {
@@ -252,7 +252,7 @@ func TestDeleteFreesTheOwnersQuotaAtOnce(t *testing.T) {
 			if _, err := s.Create(ctx, u, spread(1)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
 				t.Fatalf("second room: %v, want ErrOwnedRoomsLimit", err)
 			}
-			if err := s.Delete(ctx, u, id); err != nil {
+			if _, err := s.Delete(ctx, u, id); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Create(ctx, u, spread(1)); err != nil {

@@ -70,7 +70,7 @@ func TestLostCreateReplyFoundAgainWithItsKey(t *testing.T) {
 				t.Fatalf("run again: %s (%v), want %s", found.Room.ID, err, fresh.Room.ID)
 			}
 			// and once that room closed (alice alone in it), a new one again
-			if err := s.Delete(ctx, alice, fresh.Room.ID); err != nil {
+			if _, err := s.Delete(ctx, alice, fresh.Room.ID); err != nil {
 				t.Fatal(err)
 			}
 			last, err := s.Create(ctx, alice, keyed)
@@ -80,7 +80,7 @@ func TestLostCreateReplyFoundAgainWithItsKey(t *testing.T) {
 			// a room's create key goes with it (checkInvariants: every entry
 			// names its room)
 			for _, id := range []string{last.Room.ID, other.Room.ID} {
-				if err := s.Delete(ctx, alice, id); err != nil {
+				if _, err := s.Delete(ctx, alice, id); err != nil {
 					t.Fatal(err)
 				}
 			}

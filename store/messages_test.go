@@ -183,7 +183,7 @@ func TestMessageSentOncePerKey(t *testing.T) {
 		}
 
 		// closed: its keys go with it
-		if err := s.Delete(ctx, alice, id); err != nil {
+		if _, err := s.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := c.Exists(ctx, mkeys, mkeyt).Result(); err != nil || n != 0 {

@@ -212,7 +212,7 @@ func TestFullRedisLetsRoomsEmpty(t *testing.T) {
 			if err := s.Leave(ctx, bob, id); err != nil {
 				t.Fatalf("a leave out of memory: %v", err)
 			}
-			if err := s.Delete(ctx, carol, other); err != nil {
+			if _, err := s.Delete(ctx, carol, other); err != nil {
 				t.Fatalf("a delete out of memory: %v", err)
 			}
 			room, _, err := s.Get(ctx, id, false)

@@ -584,7 +584,7 @@ func TestQuickJoinPassesOverARoomThatKickedTheCaller(t *testing.T) {
 					t.Fatal(err)
 				}
 				// with only the room that kicked them, nothing to join
-				if err := s.Delete(ctx, user(2), next); err != nil {
+				if _, err := s.Delete(ctx, user(2), next); err != nil {
 					t.Fatal(err)
 				}
 				_, err = s.QuickJoin(ctx, victim, "ffa", tc.regions, tc.filters, nil)
@@ -594,7 +594,7 @@ func TestQuickJoinPassesOverARoomThatKickedTheCaller(t *testing.T) {
 				if n, err := s.Client().ZCard(ctx, kicked).Result(); err != nil || n != 1 {
 					t.Fatalf("%s holds %d (%v), want the one kick", kicked, n, err)
 				}
-				if err := s.Delete(ctx, user(1), fullest); err != nil {
+				if _, err := s.Delete(ctx, user(1), fullest); err != nil {
 					t.Fatal(err)
 				}
 				if n, err := s.Client().Exists(ctx, kicked).Result(); err != nil || n != 0 {

@@ -126,7 +126,7 @@ func TestHeldSeatsMoveTheFillEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkInvariants(t, s)
-		if err := s.Delete(ctx, alice, id); err != nil {
+		if _, err := s.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
 		checkInvariants(t, s)
@@ -181,7 +181,7 @@ func TestSeatReservationsExpire(t *testing.T) {
 		if _, err := s.ReserveSeats(ctx, alice, id, []string{"u-carol"}, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Delete(ctx, alice, id); err != nil {
+		if _, err := s.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range countKeys(t, s) {

@@ -385,26 +385,31 @@ func changesOf(p rooms.UpdateParams) (roomlua.RoomChanges, error) {
 }
 
 // Delete implements rooms.Store.
-func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
+func (s *Store) Delete(ctx context.Context, u rooms.User, id string) ([]string, error) {
 	c, err := caller(u)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	before := ""
 	if c != "" {
 		before = s.held.Value(ctx, c, id)
 	}
-	if _, err = s.result(ctx, roomlua.DeleteCall{Scope: scope, Caller: c}); err != nil {
-		return err
+	rest, err := s.result(ctx, roomlua.DeleteCall{Scope: scope, Caller: c})
+	if err != nil {
+		return nil, err
 	}
 	// the owner's entry at once, as a leave's (the others' with the
 	// room's unheld list), so the owner may create again right away
 	s.held.Left(ctx, c, id, before, "")
-	return nil
+	members := make([]string, len(rest))
+	for i, m := range rest {
+		members[i], _ = m.(string)
+	}
+	return members, nil
 }
 
 // PatchState implements rooms.Store.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/realsync/realsync/rooms"
@@ -322,12 +324,18 @@ func TestDelete(t *testing.T) {
 		r := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private })).Room
 		mustJoin2 := func() { s.JoinByCode(ctx, bob, r.InviteCode) }
 		mustJoin2()
-		wantErr(t, s.Delete(ctx, bob, r.ID), rooms.ErrNotOwner)
-		wantErr(t, s.Delete(ctx, carol, r.ID), rooms.ErrRoomNotFound)
-		if err := s.Delete(ctx, alice, r.ID); err != nil {
+		_, err := s.Delete(ctx, bob, r.ID)
+		wantErr(t, err, rooms.ErrNotOwner)
+		_, err = s.Delete(ctx, carol, r.ID)
+		wantErr(t, err, rooms.ErrRoomNotFound)
+		members, err := s.Delete(ctx, alice, r.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := s.Get(ctx, r.ID, false)
+		if slices.Sort(members); !slices.Equal(members, []string{alice.ID, bob.ID}) {
+			t.Errorf("the closed room's members %v, want alice and bob", members)
+		}
+		_, _, err = s.Get(ctx, r.ID, false)
 		wantErr(t, err, rooms.ErrRoomNotFound)
 		evs := events(t, s, r.ID)
 		if e := evs[len(evs)-1]; e.Type != "room_closed" || e.Reason != "closed" {
@@ -482,4 +490,56 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closingStore is a store whose Delete first lets joinFirst and
+// leaveFirst act on the room: requests answered just before the close.
+type closingStore struct {
+	*store.Store
+	joinFirst, leaveFirst rooms.User
+}
+
+func (s closingStore) Delete(ctx context.Context, u rooms.User, id string) ([]string, error) {
+	if _, err := s.Join(ctx, s.joinFirst, id); err != nil {
+		return nil, err
+	}
+	if err := s.Leave(ctx, s.leaveFirst, id); err != nil {
+		return nil, err
+	}
+	return s.Store.Delete(ctx, u, id)
+}
+
+// closedNotices records the room_closed notices a service sends.
+type closedNotices struct {
+	mu     sync.Mutex
+	closed []string // user ids told
+}
+
+func (*closedNotices) Kicked(context.Context, string, string, bool) error { return nil }
+func (n *closedNotices) Closed(_ context.Context, uids []string, _ string, _ rooms.CloseReason) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = append(n.closed, uids...)
+	return nil
+}
+
+// The members told of a room's close are those in it as it closed (the
+// owner who closed it aside): one whose join was answered just before the
+// close is told, one whose leave was is not.
+func TestDeleteTellsTheMembersAtTheClose(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		if _, err := s.Join(ctx, bob, id); err != nil {
+			t.Fatal(err)
+		}
+		told := &closedNotices{}
+		svc := rooms.New(rooms.Config{Store: closingStore{Store: s, joinFirst: carol, leaveFirst: bob}, Notices: told})
+		if err := svc.Delete(ctx, alice, id); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(told.closed, []string{carol.ID}) {
+			t.Errorf("told of the close: %v, want carol alone", told.closed)
+		}
+	})
 }

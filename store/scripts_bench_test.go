@@ -161,7 +161,8 @@ func BenchmarkScripts(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			return s.Delete(ctx, u, j.Room.ID)
+			_, err = s.Delete(ctx, u, j.Room.ID)
+			return err
 		})
 	})
 }

@@ -145,7 +145,7 @@ func TestShardTagsOfADeployment(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := s.Delete(ctx, ann, j.Room.ID); err != nil {
+				if _, err := s.Delete(ctx, ann, j.Room.ID); err != nil {
 					t.Fatal(err)
 				}
 				if err := s.Client().Del(ctx, s.Base().Tag(shardOfKey(s.RoomKeys(j.Room.ID)[0]))+":janitor").Err(); err != nil {

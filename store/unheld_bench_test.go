@@ -46,7 +46,7 @@ func BenchmarkUnheld(b *testing.B) {
 			}
 			s.Client().ConfigResetStat(ctx)
 			for i, id := range ids {
-				if err := s.Delete(ctx, rooms.User{ID: fmt.Sprintf("owner-%05d", i)}, id); err != nil {
+				if _, err := s.Delete(ctx, rooms.User{ID: fmt.Sprintf("owner-%05d", i)}, id); err != nil {
 					b.Fatal(err)
 				}
 			}

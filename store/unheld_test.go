@@ -73,13 +73,13 @@ func TestEveryRemovalReleasesItsHoldings(t *testing.T) {
 					return gone(s, id)
 				}},
 				{name: "OwnerDelete", do: func(t *testing.T, s *store.Store, owner, _ rooms.User, id string, _ int) func() bool {
-					if err := s.Delete(ctx, owner, id); err != nil {
+					if _, err := s.Delete(ctx, owner, id); err != nil {
 						t.Fatal(err)
 					}
 					return nil
 				}},
 				{name: "ServerDelete", do: func(t *testing.T, s *store.Store, _, _ rooms.User, id string, _ int) func() bool {
-					if err := s.Delete(ctx, server, id); err != nil {
+					if _, err := s.Delete(ctx, server, id); err != nil {
 						t.Fatal(err)
 					}
 					return nil
@@ -351,7 +351,7 @@ func TestNoUnheldListWithoutQuotas(t *testing.T) {
 		if err := s.Kick(ctx, alice, id, j.PlayerID); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Delete(ctx, alice, id); err != nil {
+		if _, err := s.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
 		if l := unheld(t, s); len(l) != 0 {

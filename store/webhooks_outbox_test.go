@@ -32,7 +32,7 @@ func TestWebhooksOffWritesNoOutbox(t *testing.T) {
 			if _, err := s.Join(ctx, bob, j.Room.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Delete(ctx, alice, j.Room.ID); err != nil {
+			if _, err := s.Delete(ctx, alice, j.Room.ID); err != nil {
 				t.Fatal(err)
 			}
 			for _, k := range countKeys(t, s) {
@@ -70,7 +70,7 @@ func TestWebhooksOutboxTakesEveryScriptsEvents(t *testing.T) {
 			if err := s.Leave(ctx, bob, q.Room.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Delete(ctx, alice, q.Room.ID); err != nil {
+			if _, err := s.Delete(ctx, alice, q.Room.ID); err != nil {
 				t.Fatal(err)
 			}
 			var types []string

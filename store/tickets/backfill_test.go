@@ -74,7 +74,7 @@ func TestBackfill(t *testing.T) {
 		}
 		// a room that closed since the pass: its backfill goes back to the queue
 		room2 := get(t5).RoomID
-		if err := e.rooms.Delete(ctx, player("u5"), room2); err != nil {
+		if _, err := e.rooms.Delete(ctx, player("u5"), room2); err != nil {
 			t.Fatal(err)
 		}
 		t7 := queue("u7", 1002)

@@ -545,7 +545,7 @@ func (c *closing) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int,
 		return "", err
 	}
 	c.ids = append(c.ids, id)
-	if err := c.rooms.Delete(ctx, player(m.Users()[0]), id); err != nil {
+	if _, err := c.rooms.Delete(ctx, player(m.Users()[0]), id); err != nil {
 		return "", err
 	}
 	return "", errors.New("crashed after opening the room")

@@ -85,7 +85,7 @@ func benchDispatch(b *testing.B, rooms int, answer time.Duration, dispatch func(
 			if err := s.Leave(ctx, bob, j.Room.ID); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Delete(ctx, alice, j.Room.ID); err != nil {
+			if _, err := s.Delete(ctx, alice, j.Room.ID); err != nil {
 				b.Fatal(err)
 			}
 		}

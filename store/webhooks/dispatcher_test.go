@@ -127,7 +127,7 @@ func roomEventsOf(t *testing.T, s *store.Store, nr rooms.NewRoom) string {
 	if err := s.Leave(ctx, bob, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, alice, id); err != nil {
+	if _, err := s.Delete(ctx, alice, id); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -420,14 +420,15 @@ end
 -- close_room emits room_closed, removes the room from every index and
 -- deletes it; before is its placement() before the change that closes it
 -- (nil: read now). The log stays for closed_ttl seconds so streams can read the
--- final event.
+-- final event. Returns the userIds of the room's members as it closed.
 local function close_room(reason, before)
   before = before or placement()
   local code, ck = unpack(redis.call('HMGET', K_ROOM, 'cd', 'ck'))
   local v = emit('room_closed', ',"reason":"' .. reason .. '"')
   if code then redis.call('HDEL', K_CODES, code) end
   if ck and redis.call('HGET', K_CKEYS, ck) == room_id then redis.call('HDEL', K_CKEYS, ck) end
-  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
+  local members = redis.call('HKEYS', K_USERS)
+  for _, uid in ipairs(members) do
     unindex_user(uid)
     unhold('c', uid)
   end
@@ -437,6 +438,7 @@ local function close_room(reason, before)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('ZREM', K_ROOMS_DUE, room_id)
   redis.call('EXPIRE', K_LOG, closed_ttl)
+  return members
 end
 
 -- Presence. A stream holds a lease "s:<playerId>:<stream>" in K_PRESENCE,

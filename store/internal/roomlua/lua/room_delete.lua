@@ -2,7 +2,8 @@
 -- (reason closed).
 -- KEYS: prelude, with the indexes.
 -- ARGV[7] caller userId ("" = the server: no membership or owner check)
--- Reply: {"OK"} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"}
+-- Reply: {"OK", userId...: the room's members as it closed (their
+--        room_closed notices)} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"}
 local caller = ARGV[7]
 
 if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
@@ -11,5 +12,4 @@ if caller ~= '' then
   if not cp then return deny() end
   if redis.call('HGET', K_ROOM, 'ow') ~= cp then return {'NOT_OWNER'} end
 end
-close_room('closed')
-return {'OK'}
+return {'OK', unpack(close_room('closed'))}

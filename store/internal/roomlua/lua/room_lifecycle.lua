@@ -55,10 +55,7 @@ local finished = p.st == 'finished'
 
 -- closes the room for reason; the reply names the action and the members
 local function closed(action, reason)
-  local reply = {'OK', action}
-  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do reply[#reply + 1] = uid end
-  close_room(reason, p)
-  return reply
+  return {'OK', action, unpack(close_room(reason, p))}
 end
 if lifetime > 0 and now >= born + lifetime then
   return closed('lifetime', 'expired')
