@@ -521,7 +521,13 @@ func (h *Hub) leased() []leased {
 }
 
 // record records lost lease l of open stream st again; st ends when its
-// user holds the most streams allowed by now.
+// user holds the most streams allowed by now. A stream that gave its
+// lease back meanwhile (it ended, or was cut as slow, after the renewal
+// found it open) has the lease dropped again: its release may have run
+// before the record, and nothing would renew the lease or drop it before
+// it lapsed (its player shown connected, a place of its user's taken).
+// A release after the look at the stream comes after the record, and
+// drops it.
 func (h *Hub) record(ctx context.Context, st leased, l Lease) {
 	var err error
 	if l.Room == "" {
@@ -532,7 +538,14 @@ func (h *Hub) record(ctx context.Context, st leased, l Lease) {
 	switch {
 	case errors.Is(err, rooms.ErrStreamLimit):
 		st.end(EndLapsed)
-	case err != nil:
+		return
+	case err != nil || h.open(st):
+	case l.Room == "":
+		err = h.cfg.Source.CloseLobby(ctx, l)
+	default:
+		err = h.cfg.Source.CloseStream(ctx, l)
+	}
+	if err != nil {
 		h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
 	}
 }
