@@ -143,8 +143,10 @@ type Queue interface {
 	Get(ctx context.Context, id string) (Ticket, error)
 	// Cancel ends searching ticket t as cancelled (expired when past its
 	// TTL) and returns its status after: Cancelled, or the final status
-	// it had. ErrTicketNotFound when it is gone.
-	Cancel(ctx context.Context, t Ticket, grace time.Duration) (Status, error)
+	// it had; cancelled reports whether this call cancelled it (false
+	// for one cancelled already, by a cancel before or at the same
+	// time). ErrTicketNotFound when it is gone.
+	Cancel(ctx context.Context, t Ticket, grace time.Duration) (st Status, cancelled bool, err error)
 	// Pass runs one pass over mode's queue with its rules r (see Group).
 	Pass(ctx context.Context, mode string, r Rules, p PassParams) (Pass, error)
 	// Pending is mode's matches whose rooms are not made yet.

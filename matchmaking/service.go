@@ -551,15 +551,15 @@ func (s *Service) Cancel(ctx context.Context, u rooms.User, id string) error {
 	if !u.Server && !slices.Contains(t.Users(), u.ID) {
 		return ErrTicketNotFound
 	}
-	st, err := s.cfg.Queue.Cancel(ctx, t, s.cfg.Grace)
+	st, cancelled, err := s.cfg.Queue.Cancel(ctx, t, s.cfg.Grace)
 	if err != nil {
 		return err
 	}
 	if st == Matched {
-		return fmt.Errorf("ticket %s was matched (match %s): %w", id, t.MatchID, ErrTicketMatched)
+		return fmt.Errorf("ticket %s was matched: %w", id, ErrTicketMatched)
 	}
 	s.releaseAll(t.Users(), t.ID)
-	if st == Cancelled && t.Status == Searching && s.cfg.Observer != nil { // not a repeated cancel
+	if cancelled && s.cfg.Observer != nil { // not a repeated cancel, nor one at the same time
 		s.cfg.Observer.Ended(t.Mode, "cancelled", 1)
 	}
 	return nil

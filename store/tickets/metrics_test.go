@@ -226,6 +226,54 @@ func (q *failingModes) Modes(ctx context.Context) ([]string, error) {
 	return q.Queue.Modes(ctx)
 }
 
+// cancelFirst is a queue whose next Cancel first lets another cancel of
+// the same ticket run: a cancel whose read found the ticket searching,
+// the other's script run before its own.
+type cancelFirst struct {
+	matchmaking.Queue
+	other func()
+}
+
+func (q *cancelFirst) Cancel(ctx context.Context, t matchmaking.Ticket, grace time.Duration) (matchmaking.Status, bool, error) {
+	if f := q.other; f != nil {
+		q.other = nil
+		f()
+	}
+	return q.Queue.Cancel(ctx, t, grace)
+}
+
+// Two cancels of one ticket at the same time, each having read it
+// searching, answer 204 both and count one cancelled ticket.
+func TestConcurrentCancelsCountedOnce(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e, reg := openObserved(t, b, rs)
+		tk, err := e.svc.Create(ctx, player("c"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := e.cfg
+		q := &cancelFirst{Queue: cfg.Queue}
+		cfg.Queue = q
+		racing, err := matchmaking.NewService(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.other = func() {
+			if err := e.svc.Cancel(ctx, player("c"), tk.ID); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := racing.Cancel(ctx, player("c"), tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := promtest.Sample(t, reg, "realsync_matchmaking_tickets_ended_total", "mode", "duel", "outcome", "cancelled"); v != 1 {
+			t.Errorf("one ticket cancelled by two cancels at once counted %v times, want 1", v)
+		}
+	})
+}
+
 // openObserved is open with the metrics counting into a registry of its own.
 func openObserved(t *testing.T, b redistest.Backend, rs matchmaking.RuleSet) (env, *prometheus.Registry) {
 	t.Helper()

@@ -30,7 +30,7 @@ func TestFullRedisPassMatchesNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.tickets.Cancel(ctx, gone, time.Millisecond); err != nil {
+	if _, _, err := e.tickets.Cancel(ctx, gone, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	// past the cancelled ticket's grace, before the others' expiry

@@ -424,19 +424,19 @@ func (s *Store) Get(ctx context.Context, id string) (matchmaking.Ticket, error) 
 }
 
 // Cancel implements matchmaking.Queue with one script.
-func (s *Store) Cancel(ctx context.Context, t matchmaking.Ticket, grace time.Duration) (matchmaking.Status, error) {
+func (s *Store) Cancel(ctx context.Context, t matchmaking.Ticket, grace time.Duration) (matchmaking.Status, bool, error) {
 	st, rest, err := status(s.b.Runner.Run(ctx, cancelCall{tickets: s.modeTickets(t.Mode), schedule: s.schedule(t.Mode),
 		queue: s.queue(t.Mode), id: t.ID, grace: grace.Milliseconds()}).Result())
 	switch {
 	case err != nil:
-		return "", err
+		return "", false, err
 	case st == "NOT_FOUND":
-		return "", matchmaking.ErrTicketNotFound
+		return "", false, matchmaking.ErrTicketNotFound
 	case st == "FINAL":
 		final, _ := rest[0].(string)
-		return matchmaking.Status(final), nil
+		return matchmaking.Status(final), false, nil
 	}
-	return matchmaking.Cancelled, nil
+	return matchmaking.Cancelled, true, nil
 }
 
 // pendingRecord is a pending match as ticket_pass records it.
