@@ -156,7 +156,9 @@ type TicketParams struct {
 	// one (its users matched twice); another body under the key is another
 	// ticket. Two runs at once (the key's claim lapsed while the first
 	// still ran) share the ticket and its claims: a run that fails once
-	// the other queued it answers that ticket and releases nothing.
+	// the other queued it answers that ticket and releases nothing; one
+	// that failed and released them just before, or as, the other queued
+	// it claims them back, as does the run that queued it (reclaim).
 	Key string `json:"-"`
 }
 
@@ -283,6 +285,11 @@ func (s *Service) Enqueue(ctx context.Context, c Prepared) (Ticket, error) {
 		g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
 		var queued Ticket
 		if queued, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.Grace, s.cfg.MaxQueue); err == nil {
+			if seed != "" {
+				// the key's other run, failing, may have released the
+				// claims (the same ticket's) before this queueing
+				s.reclaim(ctx, claimed, t.ID, ttl+s.cfg.Grace)
+			}
 			return s.view(queued, r), nil
 		}
 	}
@@ -291,10 +298,8 @@ func (s *Service) Enqueue(ctx context.Context, c Prepared) (Ticket, error) {
 		// or two runs at once, the key's claim lapsed while one still ran,
 		// and this one failed): that ticket is the answer, and the claims,
 		// the same ticket's, stay
-		first, gerr := s.cfg.Queue.Get(ctx, t.ID)
-		if gerr == nil {
-			first.Again = true
-			return s.view(first, r), nil
+		if first, ok, gerr := s.queuedMeanwhile(ctx, t.ID, r); ok {
+			return first, nil
 		} else if errors.Is(err, ErrTicketExists) {
 			return Ticket{}, gerr
 		}
@@ -306,8 +311,42 @@ func (s *Service) Enqueue(ctx context.Context, c Prepared) (Ticket, error) {
 	// themselves after InFlight (claimAll).
 	if !queuing || !errors.Is(err, rooms.ErrUnavailable) {
 		s.releaseAll(claimed, t.ID)
+		if seed != "" {
+			// the key's other run may have queued the ticket between the
+			// look above and the release: its claims are its users' again
+			if first, ok, _ := s.queuedMeanwhile(ctx, t.ID, r); ok {
+				s.reclaim(ctx, claimed, t.ID, ttl+s.cfg.Grace)
+				return first, nil
+			}
+		}
 	}
 	return Ticket{}, err
+}
+
+// queuedMeanwhile is keyed ticket id as the key's other run queued it
+// (Ticket.Again), ok false when it is not queued (or cannot be read: err).
+func (s *Service) queuedMeanwhile(ctx context.Context, id string, r Rules) (Ticket, bool, error) {
+	first, err := s.cfg.Queue.Get(ctx, id)
+	if err != nil {
+		return Ticket{}, false, err
+	}
+	first.Again = true
+	return s.view(first, r), true, nil
+}
+
+// reclaim makes ticket id, queued, the active ticket of uids again, for
+// ttl: the two runs of one keyed create share the ticket's claims, and
+// one that failed releases them (Enqueue), maybe just before or after
+// the other queued it; whichever of the two looks last claims them back.
+// A user who claimed another ticket in between keeps it: the one case
+// left where a user holds two active tickets, which needs a stall past
+// the key's claim and a create of theirs within it.
+func (s *Service) reclaim(ctx context.Context, uids []string, id string, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	for _, uid := range uids {
+		_, _ = s.cfg.Queue.Claim(ctx, uid, id, "", ttl)
+	}
 }
 
 // firstRun is the ticket of mode that a keyed create's first run queued

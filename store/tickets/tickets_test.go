@@ -392,6 +392,102 @@ func TestOverlappingKeyedCreatesKeepTheClaims(t *testing.T) {
 	})
 }
 
+// keyedRun is a Queue for one run of a keyed create: its Add fails (as a
+// full queue) when fail is set; beforeAdd and beforeRelease, when set, run
+// once, before its Add and before its first claim's release.
+type keyedRun struct {
+	matchmaking.Queue
+	fail                     bool
+	beforeAdd, beforeRelease func()
+}
+
+func (q *keyedRun) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl, grace time.Duration, maxQueue int) (matchmaking.Ticket, error) {
+	if f := q.beforeAdd; f != nil {
+		q.beforeAdd = nil
+		f()
+	}
+	if q.fail {
+		return matchmaking.Ticket{}, matchmaking.ErrQueueFull
+	}
+	return q.Queue.Add(ctx, t, g, ttl, grace, maxQueue)
+}
+
+func (q *keyedRun) Release(ctx context.Context, uid, id string) error {
+	if f := q.beforeRelease; f != nil {
+		q.beforeRelease = nil
+		f()
+	}
+	return q.Queue.Release(ctx, uid, id)
+}
+
+// Two runs of one keyed create at once, one failing before the other
+// queued the ticket: the failed run's release of the shared claims comes
+// before the other's queueing, or between the failed run's look for the
+// ticket and its release. Either way the queued ticket's user holds its
+// claim after: a ticket of another shard's mode is refused (the shard's
+// own active-ticket field does not reach it). The failed run's release
+// left the queued ticket unclaimed (a race-hunting helper's find).
+func TestKeyedRunFailingBesideTheOtherLeavesItsClaims(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n  m1: {}\n  m2: {}\n  m3: {}\n  m4: {}\n  m5: {}\n")
+	for _, order := range []string{"released before the other queued", "the other queued between the look and the release"} {
+		t.Run(order, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+				ctx := context.Background()
+				e := open(t, b, rs)
+				service := func(q matchmaking.Queue) *matchmaking.Service {
+					cfg := e.cfg
+					cfg.Queue = q
+					svc, err := matchmaking.NewService(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return svc
+				}
+				p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Key: "key-1"}
+				failing := &keyedRun{Queue: e.tickets, fail: true}
+				queuing := &keyedRun{Queue: e.tickets}
+				var queued matchmaking.Ticket
+				var failed error
+				if order == "released before the other queued" {
+					queuing.beforeAdd = func() { _, failed = service(failing).Create(ctx, player("k0"), p) }
+					var err error
+					if queued, err = service(queuing).Create(ctx, player("k0"), p); err != nil {
+						t.Fatal(err)
+					}
+					if !errors.Is(failed, matchmaking.ErrQueueFull) {
+						t.Fatalf("the failing run: %v", failed)
+					}
+				} else {
+					failing.beforeRelease = func() {
+						var err error
+						if queued, err = service(queuing).Create(ctx, player("k0"), p); err != nil {
+							t.Error(err)
+						}
+					}
+					got, err := service(failing).Create(ctx, player("k0"), p)
+					if err != nil || got.ID != queued.ID || !got.Again {
+						t.Fatalf("the failing run, the other's ticket queued meanwhile: %+v %v, want %s again", got, err, queued.ID)
+					}
+				}
+				mode := ""
+				for _, m := range []string{"m1", "m2", "m3", "m4", "m5"} {
+					if e.tickets.ModesKey(m) != e.tickets.ModesKey("duel") {
+						mode = m
+						break
+					}
+				}
+				if mode == "" {
+					t.Fatal("no mode on another shard than duel's")
+				}
+				_, err := e.svc.Create(ctx, player("k0"), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
+				if !errors.Is(err, matchmaking.ErrTicketActive) {
+					t.Fatalf("a ticket of %s beside %s searching: %v, want ErrTicketActive", mode, queued.ID, err)
+				}
+			})
+		})
+	}
+}
+
 // A user whose claim a failover lost (ForgetClaim) cannot queue a second
 // ticket beside one searching, or matched without its room, in a mode of
 // the same shard: the create finds the user's active-ticket field there
