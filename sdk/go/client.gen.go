@@ -2543,7 +2543,7 @@ type ClientInterface interface {
 	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 	// | resumed | no | `{"type","userId","seq","ts"}` |
@@ -4450,7 +4450,7 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 // | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 // | match_found | yes | see `POST /v1/matchmaking/tickets` |
 // | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 // | resumed | no | `{"type","userId","seq","ts"}` |
@@ -8668,7 +8668,7 @@ type ClientWithResponsesInterface interface {
 	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 	// | resumed | no | `{"type","userId","seq","ts"}` |
@@ -15631,7 +15631,7 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 // | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 // | match_found | yes | see `POST /v1/matchmaking/tickets` |
 // | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 // | resumed | no | `{"type","userId","seq","ts"}` |

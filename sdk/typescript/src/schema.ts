@@ -1120,7 +1120,7 @@ export interface paths {
          *     | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
          *     | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
          *     | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-         *     | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+         *     | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
          *     | match_found | yes | see `POST /v1/matchmaking/tickets` |
          *     | presence | no | `{"type","userId","online","platforms","version","ts"}` |
          *     | resumed | no | `{"type","userId","seq","ts"}` |
