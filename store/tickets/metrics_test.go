@@ -226,22 +226,6 @@ func (q *failingModes) Modes(ctx context.Context) ([]string, error) {
 	return q.Queue.Modes(ctx)
 }
 
-// cancelFirst is a queue whose next Cancel first lets another cancel of
-// the same ticket run: a cancel whose read found the ticket searching,
-// the other's script run before its own.
-type cancelFirst struct {
-	matchmaking.Queue
-	other func()
-}
-
-func (q *cancelFirst) Cancel(ctx context.Context, t matchmaking.Ticket, grace time.Duration) (matchmaking.Status, bool, error) {
-	if f := q.other; f != nil {
-		q.other = nil
-		f()
-	}
-	return q.Queue.Cancel(ctx, t, grace)
-}
-
 // Two cancels of one ticket at the same time, each having read it
 // searching, answer 204 both and count one cancelled ticket.
 func TestConcurrentCancelsCountedOnce(t *testing.T) {
@@ -253,17 +237,17 @@ func TestConcurrentCancelsCountedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// the racing cancel read the ticket searching; the other's script
+		// runs before its own
 		cfg := e.cfg
-		q := &cancelFirst{Queue: cfg.Queue}
-		cfg.Queue = q
-		racing, err := matchmaking.NewService(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.other = func() {
+		cfg.Queue = &hooked{Queue: cfg.Queue, beforeCancel: func() {
 			if err := e.svc.Cancel(ctx, player("c"), tk.ID); err != nil {
 				t.Error(err)
 			}
+		}}
+		racing, err := matchmaking.NewService(cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := racing.Cancel(ctx, player("c"), tk.ID); err != nil {
 			t.Fatal(err)

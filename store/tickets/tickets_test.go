@@ -337,27 +337,6 @@ func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
 	})
 }
 
-// overlapping is a Queue whose first Add runs another create first (the
-// same key's other run, alive while this one's key claim had lapsed) and
-// then fails as a full queue would.
-type overlapping struct {
-	matchmaking.Queue
-	other func()
-	once  sync.Once
-}
-
-func (q *overlapping) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl, grace time.Duration, maxQueue int) (matchmaking.Ticket, error) {
-	failed := false
-	q.once.Do(func() {
-		q.other()
-		failed = true
-	})
-	if failed {
-		return matchmaking.Ticket{}, matchmaking.ErrQueueFull
-	}
-	return q.Queue.Add(ctx, t, g, ttl, grace, maxQueue)
-}
-
 // Two runs of one keyed create at once (the key's claim lapsed while the
 // first still ran) share the ticket id and so its users' claims: one run
 // failing after the other queued the ticket answers that ticket and
@@ -371,7 +350,9 @@ func TestOverlappingKeyedCreatesKeepTheClaims(t *testing.T) {
 		p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Key: "key-1"}
 		var first matchmaking.Ticket
 		cfg := e.cfg
-		cfg.Queue = &overlapping{Queue: e.tickets, other: func() {
+		// the same key's other run, alive while this one's key claim had
+		// lapsed, queues the ticket; this run's Add then fails
+		cfg.Queue = &hooked{Queue: e.tickets, failAdd: true, beforeAdd: func() {
 			var err error
 			if first, err = e.svc.Create(ctx, player("o0"), p); err != nil {
 				t.Errorf("the other run: %v", err)
@@ -392,32 +373,40 @@ func TestOverlappingKeyedCreatesKeepTheClaims(t *testing.T) {
 	})
 }
 
-// keyedRun is a Queue for one run of a keyed create: its Add fails (as a
-// full queue) when fail is set; beforeAdd and beforeRelease, when set, run
-// once, before its Add and before its first claim's release.
-type keyedRun struct {
+// hooked is a Queue that lets another request act at a chosen step of a
+// service's call: beforeAdd, beforeRelease and beforeCancel, when set, run
+// once, before its Add, its first claim's release and its Cancel; its Add
+// fails (as a full queue) when failAdd is set.
+type hooked struct {
 	matchmaking.Queue
-	fail                     bool
-	beforeAdd, beforeRelease func()
+	failAdd                                bool
+	beforeAdd, beforeRelease, beforeCancel func()
 }
 
-func (q *keyedRun) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl, grace time.Duration, maxQueue int) (matchmaking.Ticket, error) {
-	if f := q.beforeAdd; f != nil {
-		q.beforeAdd = nil
-		f()
+// once runs *f, if set, and unsets it.
+func once(f *func()) {
+	if g := *f; g != nil {
+		*f = nil
+		g()
 	}
-	if q.fail {
+}
+
+func (q *hooked) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl, grace time.Duration, maxQueue int) (matchmaking.Ticket, error) {
+	once(&q.beforeAdd)
+	if q.failAdd {
 		return matchmaking.Ticket{}, matchmaking.ErrQueueFull
 	}
 	return q.Queue.Add(ctx, t, g, ttl, grace, maxQueue)
 }
 
-func (q *keyedRun) Release(ctx context.Context, uid, id string) error {
-	if f := q.beforeRelease; f != nil {
-		q.beforeRelease = nil
-		f()
-	}
+func (q *hooked) Release(ctx context.Context, uid, id string) error {
+	once(&q.beforeRelease)
 	return q.Queue.Release(ctx, uid, id)
+}
+
+func (q *hooked) Cancel(ctx context.Context, t matchmaking.Ticket, grace time.Duration) (matchmaking.Status, bool, error) {
+	once(&q.beforeCancel)
+	return q.Queue.Cancel(ctx, t, grace)
 }
 
 // Two runs of one keyed create at once, one failing before the other
@@ -444,8 +433,8 @@ func TestKeyedRunFailingBesideTheOtherLeavesItsClaims(t *testing.T) {
 					return svc
 				}
 				p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Key: "key-1"}
-				failing := &keyedRun{Queue: e.tickets, fail: true}
-				queuing := &keyedRun{Queue: e.tickets}
+				failing := &hooked{Queue: e.tickets, failAdd: true}
+				queuing := &hooked{Queue: e.tickets}
 				var queued matchmaking.Ticket
 				var failed error
 				if order == "released before the other queued" {
