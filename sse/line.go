@@ -196,8 +196,7 @@ func (h *Hub) recoverDrain(st *stream, out *writer) {
 	if v == nil {
 		return
 	}
-	h.cfg.Log.Error("sse: a taken-over stream panicked", "panic", v, "room", st.lease.Room, "player", st.lease.PlayerID)
-	st.held.end(EndClientGone)
+	h.faulted(st, v)
 	defer func() {
 		// its line broken beyond ending (End panicked too)
 		if v := recover(); v != nil {
@@ -205,6 +204,13 @@ func (h *Hub) recoverDrain(st *stream, out *writer) {
 		}
 	}()
 	h.hangUp(st, out)
+}
+
+// faulted logs the panic v of taken-over stream st's writing and ends
+// st as a stream whose client left (EndClientGone).
+func (h *Hub) faulted(st *stream, v any) {
+	h.cfg.Log.Error("sse: a taken-over stream panicked", "panic", v, "room", st.lease.Room, "player", st.lease.PlayerID)
+	st.held.end(EndClientGone)
 }
 
 // lineChunk is the most streams of a room one goroutine writes an event to
@@ -240,9 +246,8 @@ func (h *Hub) tryDrain(st *stream, out *writer) (done bool) {
 		// a panic ends st alone, not the room's worker: its drain, started
 		// by writeLines, hangs it up
 		if v := recover(); v != nil {
-			h.cfg.Log.Error("sse: a taken-over stream panicked", "panic", v, "room", st.lease.Room, "player", st.lease.PlayerID)
 			out.buf, out.events = out.buf[:0], 0
-			st.held.end(EndClientGone)
+			h.faulted(st, v)
 			done = false
 		}
 	}()

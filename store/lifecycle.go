@@ -69,12 +69,7 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 	if action == "finished" {
 		reason = rooms.ClosedFinished
 	}
-	if len(rest) > 1 {
-		uids := make([]string, 0, len(rest)-1)
-		for _, u := range rest[1:] {
-			uid, _ := u.(string)
-			uids = append(uids, uid)
-		}
+	if uids := roomlua.Strings(rest[1:]); len(uids) > 0 {
 		// as rooms.Service.Delete's notices: the room's stream told its
 		// connected members; a store failure here loses the personal
 		// copy, and does not hold up the janitor's pass
@@ -97,9 +92,5 @@ func (s *Store) repairRoom(ctx context.Context, shard int, id string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	kinds := make([]string, len(rest))
-	for i, k := range rest {
-		kinds[i], _ = k.(string)
-	}
-	return kinds, nil
+	return roomlua.Strings(rest), nil
 }

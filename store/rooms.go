@@ -405,11 +405,7 @@ func (s *Store) Delete(ctx context.Context, u rooms.User, id string) ([]string, 
 	// the owner's entry at once, as a leave's (the others' with the
 	// room's unheld list), so the owner may create again right away
 	s.held.Left(ctx, c, id, before, "")
-	members := make([]string, len(rest))
-	for i, m := range rest {
-		members[i], _ = m.(string)
-	}
-	return members, nil
+	return roomlua.Strings(rest), nil
 }
 
 // PatchState implements rooms.Store.

@@ -23,6 +23,16 @@ func Reply(cmd *redis.Cmd) ([]any, error) {
 	return ReplyStatus(res)
 }
 
+// Strings is the rest of a reply whose items are strings (userIds,
+// kinds), each "" where one is not.
+func Strings(rest []any) []string {
+	out := make([]string, len(rest))
+	for i, v := range rest {
+		out[i], _ = v.(string)
+	}
+	return out
+}
+
 // ReplyStatus splits a script reply into its status and the rest, mapping
 // error statuses to the domain's sentinel errors.
 func ReplyStatus(v any) ([]any, error) {
