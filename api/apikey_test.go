@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -173,19 +174,11 @@ func TestAPIKeysWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go keys.Watch(ctx, 10*time.Millisecond)
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("timed out waiting for " + what)
-			}
-		}
-	}
 	os.WriteFile(path, []byte("nonsense"), 0o600)
-	waitFor("the bad file counted", func() bool { return m.failed.Load() == 1 })
+	wait.Until(t, "the bad file counted", func() bool { return m.failed.Load() == 1 })
 	if _, ok := keys.find(k1); !ok {
 		t.Fatal("the bad file dropped the keys in force")
 	}
 	os.WriteFile(path, []byte(r1.Line()+"\n"+r2.Line()), 0o600)
-	waitFor("the good file loaded", func() bool { return m.loaded.Load() == 2 })
+	wait.Until(t, "the good file loaded", func() bool { return m.loaded.Load() == 2 })
 }

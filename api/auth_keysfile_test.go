@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 )
 
 // The keys file is reloaded when it changes (rotation: a new kid added,
@@ -57,29 +58,21 @@ func TestKeysFileReload(t *testing.T) {
 	oldTok := sign(t, jwt.SigningMethodRS256, s.rsa, "old", rc(now, time.Hour))
 	newTok := sign(t, jwt.SigningMethodES256, s.ec, "new", rc(now, time.Hour))
 	verifies := func(tok string) bool { _, err := a.Verify(tok); return err == nil }
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
-	}
 	if !verifies(oldTok) || verifies(newTok) {
 		t.Fatal("the first file's keys")
 	}
 	write(jwks(jwk(t, s.rsa.Public(), "old", "RS256"), jwk(t, s.ec.Public(), "new", "")))
-	eventually("the new key", func() bool { return verifies(newTok) })
+	wait.Until(t, "the new key", func() bool { return verifies(newTok) })
 	if !verifies(oldTok) {
 		t.Fatal("the old key went before it was removed")
 	}
 	write(jwks(jwk(t, s.ec.Public(), "new", "")))
-	eventually("the old key's removal", func() bool { return !verifies(oldTok) })
+	wait.Until(t, "the old key's removal", func() bool { return !verifies(oldTok) })
 
 	okBefore := count(true)
 	write([]byte(`{"keys":[{"kty":"RSA","kid":"broken"}]}`))
-	eventually("the bad file counted", func() bool { return count(false) >= 2 }) // the missing file, then this one
-	time.Sleep(50 * time.Millisecond)                                            // several checks of the same bad file
+	wait.Until(t, "the bad file counted", func() bool { return count(false) >= 2 }) // the missing file, then this one
+	time.Sleep(50 * time.Millisecond)                                               // several checks of the same bad file
 	if count(false) != 2 || count(true) != okBefore {
 		t.Errorf("reloads ok %d error %d, want %d and 2: a bad file is counted once", count(true), count(false), okBefore)
 	}
@@ -91,7 +84,7 @@ func TestKeysFileReload(t *testing.T) {
 	}
 	write(jwks(jwk(t, s.ed.Public(), "fixed", "")))
 	edTok := sign(t, jwt.SigningMethodEdDSA, s.ed, "fixed", rc(now, time.Hour))
-	eventually("the fixed file", func() bool { return verifies(edTok) })
+	wait.Until(t, "the fixed file", func() bool { return verifies(edTok) })
 	if _, err := a.Verify(newTok); !errors.Is(err, errUnauthenticated) {
 		t.Errorf("a key gone with the fixed file: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -109,16 +110,6 @@ func (e *env) openRaw(path string, hdr ...string) (s *rawStream, status int) {
 	}
 	conn.SetDeadline(time.Time{})
 	return s, 200
-}
-
-// eventually waits up to limit for ok, failing with what otherwise.
-func eventually(t *testing.T, limit time.Duration, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", limit, what)
-		}
-	}
 }
 
 // A plain HTTP/1.1 stream, whose connection the hub takes over after the
@@ -214,7 +205,7 @@ func testTakenOverStreamNoticesGoneClient(t *testing.T, b redistest.Backend, wat
 		t.Fatal("bob does not show connected while his stream is open")
 	}
 	if watched && runtime.GOOS == "linux" {
-		eventually(t, 20*time.Second, "the stream's connection watched", func() bool { return hangups.Watching() == 1 })
+		wait.Within(t, 20*time.Second, "the stream's connection watched", func() bool { return hangups.Watching() == 1 })
 	}
 	if _, status := e.openRaw(path); status != http.StatusTooManyRequests {
 		t.Fatalf("a second stream past the cap of one: %d, want 429", status)
@@ -225,13 +216,13 @@ func testTakenOverStreamNoticesGoneClient(t *testing.T, b redistest.Backend, wat
 	// second; 8 s leaves a loaded machine's stall room and is still half
 	// the presence lease (15 s), whose lapse would otherwise end it
 	limit := 8 * time.Second
-	eventually(t, limit, "bob's stream closed", func() bool { return !connected() })
-	eventually(t, limit, "the cap's place released", func() bool {
+	wait.Within(t, limit, "bob's stream closed", func() bool { return !connected() })
+	wait.Within(t, limit, "the cap's place released", func() bool {
 		_, status := e.openRaw(path)
 		return status == 200
 	})
 	if watched && runtime.GOOS == "linux" { // the gone stream's connection unwatched as it ended, the new one's watched
-		eventually(t, 20*time.Second, "one connection watched", func() bool { return hangups.Watching() == 1 })
+		wait.Within(t, 20*time.Second, "one connection watched", func() bool { return hangups.Watching() == 1 })
 	}
 	m := e.do("GET", "/metrics", "", nil).raw
 	if !strings.Contains(m, `realsync_sse_stream_ends_total{kind="room",reason="client_gone"} 1`) {

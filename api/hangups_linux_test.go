@@ -6,14 +6,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/realsync/realsync/internal/wait"
 	"golang.org/x/sys/unix"
 )
-
-// hangupsLimit bounds every wait of these tests for the kernel and the
-// Hangups' goroutine (a loaded machine); none waits it out but on failure.
-const hangupsLimit = 10 * time.Second
 
 // newTestHangups is a Hangups closed when the test ends.
 func newTestHangups(t *testing.T) *Hangups {
@@ -53,16 +49,6 @@ func dialPair(t *testing.T, ln net.Listener) (client *net.TCPConn, server net.Co
 	return c.(*net.TCPConn), s
 }
 
-// waitFor polls ok until hangupsLimit, failing with what otherwise.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(hangupsLimit); !ok(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", hangupsLimit, what)
-		}
-	}
-}
-
 // settle returns once h's goroutine has handled every hang-up the kernel
 // had for it when settle was called: it watches a connection of its own,
 // whose peer closes, and waits for that one. The epoll instance reports
@@ -77,7 +63,7 @@ func settle(t *testing.T, h *Hangups, ln net.Listener) {
 		t.Fatal("the sentinel connection was not watched")
 	}
 	c.Close()
-	waitFor(t, "the sentinel's hang-up seen", w.gone.Load)
+	wait.Until(t, "the sentinel's hang-up seen", w.gone.Load)
 	w.unwatch()
 }
 
@@ -89,7 +75,7 @@ func hasBytes(t *testing.T, conn net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the client's bytes received", func() bool {
+	wait.Until(t, "the client's bytes received", func() bool {
 		n := 0
 		rc.Control(func(fd uintptr) {
 			var b [1]byte
@@ -145,7 +131,7 @@ func TestHangupsTellGoneClients(t *testing.T) {
 				tc.before(t, c)
 				// the server's end is in that state as it is watched
 				if tc.gone {
-					waitFor(t, "the hang-up at the server's end", func() bool { return peerClosed(s) })
+					wait.Until(t, "the hang-up at the server's end", func() bool { return peerClosed(s) })
 				} else {
 					hasBytes(t, s)
 				}
@@ -161,11 +147,11 @@ func TestHangupsTellGoneClients(t *testing.T) {
 				tc.after(t, c)
 			}
 			if tc.gone {
-				waitFor(t, "the line not alive", func() bool { return !l.Alive() })
+				wait.Until(t, "the line not alive", func() bool { return !l.Alive() })
 				if !w.gone.Load() {
 					t.Fatal("the line saw the client gone by a peek, not by its watch")
 				}
-				waitFor(t, "the hang-up told", func() bool { return told.Load() > 0 })
+				wait.Until(t, "the hang-up told", func() bool { return told.Load() > 0 })
 				settle(t, h, ln)
 				if n := told.Load(); n != 1 {
 					t.Fatalf("the hang-up told %d times, want once", n)
@@ -197,7 +183,7 @@ func TestHangupsDescriptorReuse(t *testing.T) {
 	ca, sa := dialPair(t, ln)
 	wa := h.watch(sa)
 	ca.Close()
-	waitFor(t, "A's client gone", wa.gone.Load)
+	wait.Until(t, "A's client gone", wa.gone.Load)
 	fdA := fdOf(t, sa)
 	wa.unwatch()
 	sa.Close()
@@ -216,7 +202,7 @@ func TestHangupsDescriptorReuse(t *testing.T) {
 		t.Fatalf("%d connections watched, want 1 (B)", n)
 	}
 	cb.Close()
-	waitFor(t, "B's client gone", func() bool { return !lb.Alive() })
+	wait.Until(t, "B's client gone", func() bool { return !lb.Alive() })
 	if !wb.gone.Load() {
 		t.Fatal("B's hang-up seen by a peek, not by its watch")
 	}
@@ -251,7 +237,7 @@ func TestHangupsFallBackToPeeking(t *testing.T) {
 			t.Fatal("an open connection not alive")
 		}
 		c.Close()
-		waitFor(t, "the client gone, peeked", func() bool { return !l.Alive() })
+		wait.Until(t, "the client gone, peeked", func() bool { return !l.Alive() })
 	})
 	t.Run("not a socket", func(t *testing.T) {
 		a, b := net.Pipe()
@@ -300,7 +286,7 @@ func TestHangupsFallBackToPeeking(t *testing.T) {
 		wg := h.watch(sg)
 		lg := &eventLine{conn: sg, watch: wg}
 		cg.Close()
-		waitFor(t, "the client gone", wg.gone.Load)
+		wait.Until(t, "the client gone", wg.gone.Load)
 		c, s := dialPair(t, ln)
 		w := h.watch(s)
 		l := &eventLine{conn: s, watch: w}
@@ -320,7 +306,7 @@ func TestHangupsFallBackToPeeking(t *testing.T) {
 			t.Fatal("an open connection not alive after Close")
 		}
 		c.Close()
-		waitFor(t, "the client gone, peeked after Close", func() bool { return !l.Alive() })
+		wait.Until(t, "the client gone, peeked after Close", func() bool { return !l.Alive() })
 		if w.gone.Load() {
 			t.Fatal("a watch was told after Close")
 		}
@@ -361,7 +347,7 @@ func TestHangupsConcurrent(t *testing.T) {
 		wg.Go(func() {
 			if i%2 == 0 {
 				p.c.Close()
-				waitFor(t, "a line not alive", func() bool { return !p.l.Alive() })
+				wait.Until(t, "a line not alive", func() bool { return !p.l.Alive() })
 			} else {
 				p.l.Alive()
 				p.l.End(nil)

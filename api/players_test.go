@@ -21,6 +21,7 @@ import (
 	"github.com/realsync/realsync/internal/eventschema"
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
@@ -191,18 +192,8 @@ func TestMeStreamReplacedAcrossInstances(t *testing.T) {
 			// the mobile stream saw nothing of it and is still open
 			mobile.close()
 			pc2.close()
-			waitUntil(t, "offline", func() bool { return a.presence(alice, aliceID)["online"] == false })
+			wait.Until(t, "offline", func() bool { return a.presence(alice, aliceID)["online"] == false })
 		})
-	}
-}
-
-// waitUntil polls cond for up to 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
 
@@ -327,7 +318,7 @@ func TestMeFollowPresence(t *testing.T) {
 					t.Errorf("status channels subscribed: carol %d (unfollowed), alice %d", subscribed(carolID), subscribed(aliceID))
 				}
 				watch.close() // its end drops its subscriptions
-				waitUntil(t, "the follower's subscriptions gone", func() bool { return subscribed(aliceID) == 0 })
+				wait.Until(t, "the follower's subscriptions gone", func() bool { return subscribed(aliceID) == 0 })
 			}
 		})
 	}
@@ -590,7 +581,7 @@ func TestMeStreamMetrics(t *testing.T) {
 		t.Errorf("opens{me,fresh} %v, want 2", v)
 	}
 	s2.close()
-	waitUntil(t, "the session's end", func() bool { return e.scrape().value("realsync_sessions", "platform", "mobile") == 0 })
+	wait.Until(t, "the session's end", func() bool { return e.scrape().value("realsync_sessions", "platform", "mobile") == 0 })
 }
 
 // A session replaced while its instance's Pub/Sub connection was cut
@@ -729,7 +720,7 @@ func TestStrangersCannotPushAFriendsMessagesOut(t *testing.T) {
 				}
 			}
 			// delivered: strangers send again
-			eventually(t, 10*time.Second, "the strangers' messages delivered", func() bool {
+			wait.Within(t, 10*time.Second, "the strangers' messages delivered", func() bool {
 				return e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[1], msg(0)).status == 202
 			})
 			pc.close()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 )
 
 // A rate limit check that Redis does not answer within the limiter's
@@ -69,7 +70,7 @@ func TestSlowRateLimitCheckKeepsItsConnection(t *testing.T) {
 				p.HoldReplyTo("")
 				releases[i]()
 			}
-			eventually(t, 10*time.Second, "the check's connection back in the pool", func() bool {
+			wait.Within(t, 10*time.Second, "the check's connection back in the pool", func() bool {
 				s := pool()
 				return s.IdleConns == s.TotalConns && (s.PipelineStats == nil || s.PipelineStats.IdleConns == s.PipelineStats.TotalConns)
 			})

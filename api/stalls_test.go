@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/sse"
 )
 
@@ -103,8 +104,8 @@ func TestStallWatchCutsABlockedHTTP2Send(t *testing.T) {
 	}
 	close(resume)
 	awaitCut(t, failed)
-	soon(t, "the stream to leave the watch", func() bool { return s.stalls.watching() == 0 })
-	soon(t, "the watch's goroutine to end", func() bool {
+	wait.Until(t, "the stream to leave the watch", func() bool { return s.stalls.watching() == 0 })
+	wait.Until(t, "the watch's goroutine to end", func() bool {
 		s.stalls.mu.Lock()
 		defer s.stalls.mu.Unlock()
 		return !s.stalls.running
@@ -120,7 +121,7 @@ func TestStallWatchTakesBackAStreamWhoseContextEnded(t *testing.T) {
 	defer cancel()
 	resume, failed := openStalled(t, base, s)
 	cancel()
-	soon(t, "the stream to leave the watch", func() bool { return s.stalls.watching() == 0 })
+	wait.Until(t, "the stream to leave the watch", func() bool { return s.stalls.watching() == 0 })
 	close(resume)
 	awaitCut(t, failed)
 }
@@ -202,17 +203,7 @@ func TestStallWatchRacesStreamsEnding(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	soon(t, "the streams to leave the watch", func() bool { return s.stalls.watching() == 0 })
-}
-
-// soon polls ok for up to 10 s, failing with what otherwise.
-func soon(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-	}
+	wait.Until(t, "the streams to leave the watch", func() bool { return s.stalls.watching() == 0 })
 }
 
 // watching returns how many streams the watch holds (tests).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
@@ -32,7 +33,7 @@ func TestAfterBurstCountsEveryKindOfStream(t *testing.T) {
 	go func() { done <- e.hub.ServeMe(ctx, me, bob, "web", sse.Cursor{}) }()
 	defer func() { cancel(); <-done }()
 	for _, c := range []*client{room, lobby, me} {
-		waitUntil(t, "the streams opened", func() bool { return len(c.all()) > 0 })
+		wait.Until(t, "the streams opened", func() bool { return len(c.all()) > 0 })
 	}
 	select {
 	case n := <-calls:

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/realsync/realsync/internal/wait"
 )
 
 // detachable is a Client whose connection the hub may take over: its
@@ -124,13 +126,13 @@ func TestDetachLooper(t *testing.T) {
 			}
 			endRequest() // the handler returned
 			hd.signal()  // something queued
-			waitFor(t, "the item handled", func() bool { return len(c.line.all()) > 0 || tc.panics && len(released) > 0 })
+			wait.Until(t, "the item handled", func() bool { return len(c.line.all()) > 0 || tc.panics && len(released) > 0 })
 			if tc.panics {
 				if why := receive(t, released); why != EndClientGone {
 					t.Fatalf("released for %q", why)
 				}
 				// logged by the stream's goroutine once it recovered
-				waitFor(t, "the stream's goroutine's end", func() bool { return h.detached.Load() == 0 })
+				wait.Until(t, "the stream's goroutine's end", func() bool { return h.detached.Load() == 0 })
 				// with the request's context (what api.LogHandler reads its id from)
 				if !bytes.Contains(logs.Bytes(), []byte("panicked")) || !bytes.Contains(logs.Bytes(), []byte("tag=r-1")) {
 					t.Fatalf("logged %q", logs.String())
@@ -155,7 +157,7 @@ func TestDetachLooper(t *testing.T) {
 					t.Fatalf("released for %q", why)
 				}
 			}
-			waitFor(t, "the body ended", func() bool { return c.line.endedTimes() == 1 && h.detached.Load() == 0 })
+			wait.Until(t, "the body ended", func() bool { return c.line.endedTimes() == 1 && h.detached.Load() == 0 })
 			if len(handled) > 0 && handled[0].Err() == nil {
 				t.Error("the stream's context outlived the stream")
 			}
@@ -175,15 +177,5 @@ func receive[T any](t *testing.T, c <-chan T) T {
 	case <-time.After(10 * time.Second):
 		t.Fatal("nothing received within 10 s")
 		panic("unreachable")
-	}
-}
-
-// waitFor waits up to 10 s for ok.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 10 s", what)
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -116,10 +117,10 @@ func TestCloseSpreadsTheStreamsEnds(t *testing.T) {
 	for range 2 {
 		cl := newClient()
 		_, done := e.serveLobby(t, alice, cl)
-		waitUntil(t, "the lobby stream's first event", func() bool { return len(cl.all()) > 0 })
+		wait.Until(t, "the lobby stream's first event", func() bool { return len(cl.all()) > 0 })
 		opens = append(opens, open{cl, done})
 	}
-	waitUntil(t, "every stream looped", func() bool { return sse.LoopedStreams(e.hub) == len(opens) })
+	wait.Until(t, "every stream looped", func() bool { return sse.LoopedStreams(e.hub) == len(opens) })
 	began := time.Now()
 	closed := make(chan struct{})
 	go func() {
@@ -140,7 +141,7 @@ func TestCloseSpreadsTheStreamsEnds(t *testing.T) {
 		<-closed
 		all <- nil
 	}()
-	wait(t, all, "every stream and Close")
+	awaitEnd(t, all, "every stream and Close")
 	first, last := slices.Min(ended), slices.Max(ended)
 	t.Logf("ends from %s to %s after Close (spread %s)", first.Round(time.Millisecond), last.Round(time.Millisecond), spread)
 	if first < spread/time.Duration(len(opens)) {
@@ -176,7 +177,7 @@ func TestCloseEndsFewStreamsSoon(t *testing.T) {
 		closed <- nil
 	}()
 	for _, d := range dones {
-		wait(t, d, "a stream of three within a minute's spread")
+		awaitEnd(t, d, "a stream of three within a minute's spread")
 	}
-	wait(t, closed, "Close of three streams within a minute's spread")
+	awaitEnd(t, closed, "Close of three streams within a minute's spread")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/sse"
 )
 
@@ -79,7 +80,7 @@ func TestTakenOverStreamsFaultEndsItAlone(t *testing.T) {
 			if !strings.Contains(logs.String(), "a taken-over stream panicked") {
 				t.Errorf("the fault was not logged:\n%s", logs.String())
 			}
-			waitUntil(t, "alice's lease given back", func() bool {
+			wait.Until(t, "alice's lease given back", func() bool {
 				r, _, err := e.st.Get(ctx, id, false)
 				if err != nil {
 					t.Fatal(err)

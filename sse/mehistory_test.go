@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -31,7 +32,7 @@ func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
 		send := func(n int) { t.Helper(); m.send(t, n) }
 		lost := cl.all()[3]
 		k := st.UserLogs().KeysOf(bob.ID)
-		waitUntil(t, "3 acknowledged", func() bool { return st.Client().HGet(ctx, k.Cursors, "web").Val() == "3" })
+		wait.Until(t, "3 acknowledged", func() bool { return st.Client().HGet(ctx, k.Cursors, "web").Val() == "3" })
 
 		setBack(t, st, bob.ID, 2)
 		send(30) // the new 3
@@ -41,7 +42,7 @@ func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
 		cl2 := newClient()
 		done2 := make(chan error, 1)
 		go func() { done2 <- e.hub.ServeMe(ctx, cl2, bob, "web", sse.ParseCursor(lost.ID)) }()
-		waitUntil(t, "the resume's snapshot and events", func() bool { return len(cl2.all()) >= 3 })
+		wait.Until(t, "the resume's snapshot and events", func() bool { return len(cl2.all()) >= 3 })
 		fs := cl2.all()
 		if fs[0].Type != players.EventSnapshot || !strings.Contains(fs[0].Data, `"resync":true`) ||
 			!strings.Contains(fs[1].Data, `"data":30`) || !strings.Contains(fs[2].Data, `"data":4`) ||
@@ -49,7 +50,7 @@ func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
 			t.Fatalf("resume from the lost %s: %+v; want a snapshot (resync), the new 3 (another id), 4", lost.ID, fs)
 		}
 		m.cancel()
-		wait(t, done2, "the resumed stream")
+		awaitEnd(t, done2, "the resumed stream")
 	})
 }
 
@@ -68,11 +69,11 @@ type bobsStream struct {
 func openBobsStream(t *testing.T, b redistest.Backend) *bobsStream {
 	m := newBobs(t, b)
 	go func() { m.done <- m.e.hub.ServeMe(m.ctx, m.cl, bob, "web", sse.Cursor{}) }()
-	waitUntil(t, "the personal stream opened", func() bool { return len(m.cl.all()) > 0 })
+	wait.Until(t, "the personal stream opened", func() bool { return len(m.cl.all()) > 0 })
 	for n := 1; n <= 3; n++ {
 		m.send(t, n)
 	}
-	waitUntil(t, "3 written", func() bool { return len(m.cl.all()) == 4 })
+	wait.Until(t, "3 written", func() bool { return len(m.cl.all()) == 4 })
 	return m
 }
 
@@ -104,7 +105,7 @@ func (m *bobsStream) send(t *testing.T, n int) {
 func (m *bobsStream) endedByGap(t *testing.T, what string, written int) {
 	t.Helper()
 	var ended bool
-	waitUntil(t, what+" ended, or wrote on", func() bool {
+	wait.Until(t, what+" ended, or wrote on", func() bool {
 		select {
 		case <-m.done:
 			ended = true
@@ -177,13 +178,13 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 			e.hub.DeliverUser(bob.ID, sse.UserEvent{Seq: n, Tag: tag, Data: []byte(f.Data)})
 		}
 		send(4)
-		waitUntil(t, "4 written", func() bool { return len(cl.all()) >= 5 })
+		wait.Until(t, "4 written", func() bool { return len(cl.all()) >= 5 })
 		if fs := cl.all(); len(fs) != 5 || !strings.Contains(fs[4].Data, `"data":4`) {
 			t.Fatalf("after late messages of 2 and 3, then 4: %+v", fs[4:])
 		}
 		last := cl.all()[4]
 		k := st.UserLogs().KeysOf(bob.ID)
-		waitUntil(t, "4 acknowledged", func() bool { return st.Client().HGet(ctx, k.Cursors, "web").Val() == "4" })
+		wait.Until(t, "4 acknowledged", func() bool { return st.Client().HGet(ctx, k.Cursors, "web").Val() == "4" })
 
 		for _, key := range []string{k.Log, k.Meta, k.Cursors} { // as their expiry
 			if err := st.Client().Del(ctx, key).Err(); err != nil {
@@ -196,14 +197,14 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 		cl2 := newClient()
 		done2 := make(chan error, 1)
 		go func() { done2 <- e.hub.ServeMe(ctx, cl2, bob, "web", sse.ParseCursor(last.ID)) }()
-		waitUntil(t, "the resume's snapshot and event", func() bool { return len(cl2.all()) >= 2 })
+		wait.Until(t, "the resume's snapshot and event", func() bool { return len(cl2.all()) >= 2 })
 		fs := cl2.all()
 		if fs[0].Type != players.EventSnapshot || !strings.Contains(fs[0].Data, `"resync":true`) ||
 			!strings.Contains(fs[1].Data, `"data":10`) || !strings.HasPrefix(fs[1].ID, "1-") {
 			t.Fatalf("resume from %s: %+v; want a snapshot (resync), the new 1", last.ID, fs)
 		}
 		m.cancel()
-		wait(t, done2, "the resumed stream")
+		awaitEnd(t, done2, "the resumed stream")
 	})
 }
 
@@ -258,7 +259,7 @@ func TestResumeWhoseReplayEndsShortEndsByAGap(t *testing.T) {
 			m.done <- m.e.hub.ServeMe(ctx, m.cl, bob, "pc", sse.Cursor{Set: true, Version: 60, Tag: tags[60]})
 		}()
 		var ended bool
-		waitUntil(t, "the resumed stream ended", func() bool {
+		wait.Until(t, "the resumed stream ended", func() bool {
 			select {
 			case <-m.done:
 				ended = true

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -55,17 +56,6 @@ func (r *recorder) snapshot() (opened, ended, delivered, dropped map[string]int)
 	return maps.Clone(r.opened), maps.Clone(r.ended), maps.Clone(r.delivered), maps.Clone(r.dropped)
 }
 
-// waitUntil polls cond for up to 30 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after 30s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Every stream is reported opened (fresh, replay or snapshot) and ended
 // once, with why; every event a client received is counted delivered.
 func TestStreamMetrics(t *testing.T) {
@@ -100,8 +90,8 @@ func TestStreamMetrics(t *testing.T) {
 		if err := e.st.Kick(ctx, alice, id, 2); err != nil {
 			t.Fatal(err)
 		}
-		wait(t, replayDone, "kicked player's replayed stream")
-		wait(t, otherDone, "kicked player's other stream")
+		awaitEnd(t, replayDone, "kicked player's replayed stream")
+		awaitEnd(t, otherDone, "kicked player's other stream")
 		stopFresh()
 		closing := newClient()
 		_, closingDone := e.serve(t, alice, id, sse.Cursor{}, closing)
@@ -109,9 +99,9 @@ func TestStreamMetrics(t *testing.T) {
 		if _, err := e.st.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
-		wait(t, closingDone, "closed room's stream")
+		awaitEnd(t, closingDone, "closed room's stream")
 		e.hub.Close()
-		wait(t, lobbyDone, "lobby stream after Close")
+		awaitEnd(t, lobbyDone, "lobby stream after Close")
 
 		opened, ended, delivered, dropped := rec.snapshot()
 		wantOpened := map[string]int{"room fresh": 2, "room replay": 1, "room snapshot": 1, "lobby fresh": 1}
@@ -139,13 +129,13 @@ func TestSlowStreamMetrics(t *testing.T) {
 	slow := newClient()
 	slow.blocked = make(chan struct{})
 	_, slowDone := e.serve(t, bob, id, sse.Cursor{}, slow)
-	waitUntil(t, "the slow stream opened", func() bool { o, _, _, _ := rec.snapshot(); return o["room fresh"] == 1 })
+	wait.Until(t, "the slow stream opened", func() bool { o, _, _, _ := rec.snapshot(); return o["room fresh"] == 1 })
 	for i := range 30 {
 		e.patch(t, alice, id, i)
 	}
-	waitUntil(t, "events dropped", func() bool { _, _, _, d := rec.snapshot(); return d[sse.KindRoom] > 0 })
+	wait.Until(t, "events dropped", func() bool { _, _, _, d := rec.snapshot(); return d[sse.KindRoom] > 0 })
 	close(slow.blocked)
-	wait(t, slowDone, "slow stream")
+	awaitEnd(t, slowDone, "slow stream")
 	_, ended, delivered, _ := rec.snapshot()
 	if ended["room write_error"] != 1 || delivered[sse.KindRoom] != 0 {
 		t.Errorf("ended %v, delivered %v; want one write_error and nothing delivered", ended, delivered)
@@ -169,7 +159,7 @@ func TestSlowMeStreamMetrics(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- e.hub.ServeMe(ctx, slow, bob, "web", sse.Cursor{}) }()
-	waitUntil(t, "the slow personal stream opened", func() bool { o, _, _, _ := rec.snapshot(); return o["me fresh"] == 1 })
+	wait.Until(t, "the slow personal stream opened", func() bool { o, _, _, _ := rec.snapshot(); return o["me fresh"] == 1 })
 	for i := range 30 {
 		dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, bob.ID, time.Now()),
 			From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: []byte(strconv.Itoa(i))}}
@@ -177,9 +167,9 @@ func TestSlowMeStreamMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "personal events dropped", func() bool { _, _, _, d := rec.snapshot(); return d[sse.KindMe] > 0 })
+	wait.Until(t, "personal events dropped", func() bool { _, _, _, d := rec.snapshot(); return d[sse.KindMe] > 0 })
 	close(slow.blocked)
-	wait(t, done, "slow personal stream")
+	awaitEnd(t, done, "slow personal stream")
 	_, ended, _, _ := rec.snapshot()
 	if ended["me slow"]+ended["me write_error"] != 1 {
 		t.Errorf("ended %v; want the personal stream ended slow or by its failed write", ended)

@@ -10,6 +10,7 @@ import (
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -93,7 +94,7 @@ func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
 	f := &failover{length: ttl * 3 / 4, reconnect: ttl / 24}
 	_, done := serveBobsSession(t, b, redistest.Prefix(t), ttl, f, sse.Config{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	f.start()
-	waitUntil(t, "the failover came and went", func() bool { _, _, over := f.outcome(); return over })
+	wait.Until(t, "the failover came and went", func() bool { _, _, over := f.outcome(); return over })
 	// two more renewal periods: a lease found lost ends the stream once
 	// its catch-up finds no replacement
 	select {
@@ -160,6 +161,6 @@ func serveBobsSession(t *testing.T, b redistest.Backend, prefix string, ttl time
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
-	waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
+	wait.Until(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
 	return st, done
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/sse"
 )
 
@@ -101,7 +102,7 @@ func TestLostLeaseNotKeptForAStreamThatEnded(t *testing.T) {
 					cl.waitFor(t, 4)
 				} else {
 					stop, _ = e.serveLobby(t, bob, cl)
-					waitUntil(t, "the lobby stream opened", func() bool { return places() == 1 })
+					wait.Until(t, "the lobby stream opened", func() bool { return places() == 1 })
 				}
 				src.mu.Lock()
 				src.end = stop
@@ -115,7 +116,7 @@ func TestLostLeaseNotKeptForAStreamThatEnded(t *testing.T) {
 				// the renewal after the record's (a third of the TTL later:
 				// the lease recorded again has not lapsed yet)
 				n := src.renewals.Load()
-				waitUntil(t, "the next renewal", func() bool { return src.renewals.Load() > n })
+				wait.Until(t, "the next renewal", func() bool { return src.renewals.Load() > n })
 				if places() != 0 || connected() {
 					t.Errorf("a lease recorded again outlives its stream: %d places taken, connected %v", places(), connected())
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -109,9 +110,9 @@ func TestSlowStreamGivesItsLeaseBackAtTheCut(t *testing.T) {
 				cl := newClient()
 				cl.blocked = make(chan struct{}) // every write stuck, the opening's too
 				s := k.open(t, e, cl)
-				waitUntil(t, "the stream's lease held", s.held)
+				wait.Until(t, "the stream's lease held", s.held)
 				s.flood()
-				waitUntil(t, "the lease given back at the cut", func() bool { return !s.held() })
+				wait.Until(t, "the lease given back at the cut", func() bool { return !s.held() })
 				// over two renewals of the hub's (every capTTL/3), which
 				// must not record it again
 				time.Sleep(capTTL)
@@ -124,7 +125,7 @@ func TestSlowStreamGivesItsLeaseBackAtTheCut(t *testing.T) {
 				default:
 				}
 				close(cl.blocked)
-				wait(t, s.done, "the cut stream, once its write failed")
+				awaitEnd(t, s.done, "the cut stream, once its write failed")
 				if s.held() {
 					t.Error("the lease is held again after the stream's end")
 				}
@@ -186,7 +187,7 @@ func TestSlowCutWithinTheOpeningGivesTheLeaseBack(t *testing.T) {
 						for i := range 30 {
 							e.patch(t, alice, id, i)
 						}
-						waitUntil(t, "the stream's queue full within its opening", dropped)
+						wait.Until(t, "the stream's queue full within its opening", dropped)
 					}}
 					c.Users = openingUsers{UserSource: st.Sessions(), flood: func() {
 						for i := range 30 {
@@ -196,7 +197,7 @@ func TestSlowCutWithinTheOpeningGivesTheLeaseBack(t *testing.T) {
 								t.Error(err)
 							}
 						}
-						waitUntil(t, "the stream's queue full within its opening", dropped)
+						wait.Until(t, "the stream's queue full within its opening", dropped)
 					}}
 				})
 				cl := newClient()
@@ -230,14 +231,14 @@ func TestSlowCutWithinTheOpeningGivesTheLeaseBack(t *testing.T) {
 						return ss[0].Online
 					}
 				}
-				waitUntil(t, "the stream cut within its opening", dropped)
-				waitUntil(t, "the lease given back once the stream opened", func() bool { return !held() })
+				wait.Until(t, "the stream cut within its opening", dropped)
+				wait.Until(t, "the lease given back once the stream opened", func() bool { return !held() })
 				time.Sleep(capTTL) // over two of the hub's renewals
 				if held() {
 					t.Error("the lease is held again while the write is still stuck")
 				}
 				close(cl.blocked)
-				wait(t, done, "the cut stream, once its write failed")
+				awaitEnd(t, done, "the cut stream, once its write failed")
 				if held() || e.hub.Streams() != 0 {
 					t.Errorf("after the stream's end: lease held %v, the hub holds %d streams", held(), e.hub.Streams())
 				}

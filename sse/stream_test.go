@@ -182,21 +182,21 @@ func TestStreamEndsWhenPlayerLeavesOrRoomCloses(t *testing.T) {
 		if err := e.st.Kick(ctx, alice, id, 2); err != nil {
 			t.Fatal(err)
 		}
-		wait(t, bobDone, "kicked player's stream")
+		awaitEnd(t, bobDone, "kicked player's stream")
 		if l := last(bc.all()); l.Type != "player_left" || !strings.Contains(l.Data, `"playerId":2`) {
 			t.Errorf("kicked stream ends with %+v", l)
 		}
 		if _, err := e.st.Delete(ctx, alice, id); err != nil {
 			t.Fatal(err)
 		}
-		wait(t, aliceDone, "closed room's stream")
+		awaitEnd(t, aliceDone, "closed room's stream")
 		if l := last(ac.all()); l.Type != "room_closed" {
 			t.Errorf("stream ends with %+v", l)
 		}
 	})
 }
 
-func wait(t *testing.T, done chan error, what string) {
+func awaitEnd(t *testing.T, done chan error, what string) {
 	t.Helper()
 	select {
 	case <-done:
@@ -282,7 +282,7 @@ func TestCloseEndsEveryStream(t *testing.T) {
 	}
 	e.hub.Close()
 	for i, d := range append(dones, ldone) {
-		wait(t, d, "stream after Close")
+		awaitEnd(t, d, "stream after Close")
 		endsWithShutdownRetry(t, i, append(cls, lc)[i])
 	}
 }
@@ -338,7 +338,7 @@ func TestVanishedRoomEndsStreams(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i, d := range dones {
-					wait(t, d, "stream of a vanished room")
+					awaitEnd(t, d, "stream of a vanished room")
 					l := last(cls[i].all())
 					if l.Type != "room_closed" || l.Version != 5 || !strings.Contains(l.Data, `"reason":"gone"`) ||
 						!strings.Contains(l.Data, `"version":5`) {
@@ -454,7 +454,7 @@ func TestStreamEndsWhenItsLeaseLapses(t *testing.T) {
 	default:
 	}
 	src.fail.Store(true)
-	wait(t, done, "a stream whose lease lapsed")
+	awaitEnd(t, done, "a stream whose lease lapsed")
 	if !strings.Contains(logs.String(), `why=lapsed`) {
 		t.Errorf("the hub does not say why the stream ended:\n%s", logs.String())
 	}

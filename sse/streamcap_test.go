@@ -126,8 +126,8 @@ func TestLostUserLeasesRecordedOrStreamsEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		wait(t, done, "a room stream whose lease could not be recorded again")
-		wait(t, ldone, "a lobby stream whose lease could not be recorded again")
+		awaitEnd(t, done, "a room stream whose lease could not be recorded again")
+		awaitEnd(t, ldone, "a lobby stream whose lease could not be recorded again")
 		if got := strings.Count(logs.String(), "why=lapsed"); got != 1 { // the room stream's; the lobby's ends unlogged
 			t.Errorf("%d room streams ended lapsed, want 1:\n%s", got, logs.String())
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -293,7 +294,7 @@ func TestBatchCancelAndClose(t *testing.T) {
 					replies[i], errs[i] = echo.Run(context.Background(), s.Client(), []string{key}, i).Text()
 				})
 			}
-			waitFor(t, func() bool { return s.BatchLanesBusy() == 1 })
+			wait.Until(t, "the condition", func() bool { return s.BatchLanesBusy() == 1 })
 			time.Sleep(20 * time.Millisecond) // let the five reach the queue; a late one gets ErrClosed, checked below
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -334,16 +335,6 @@ func TestBatchCancelAndClose(t *testing.T) {
 				t.Errorf("script ran %d times (%v), want %d: the canceled call must not run", n, err, answered)
 			}
 		})
-	}
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
 	}
 }
 

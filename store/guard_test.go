@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/store"
 )
 
@@ -32,16 +33,6 @@ func runJanitor(tb testing.TB, s *store.Store) *testlog.Buffer {
 	return buf
 }
 
-// eventually polls cond every 20 ms until it holds, failing tb after 10 s.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("after 10 s: %s", what)
-		}
-	}
-}
-
 // Once Redis lost the layout record (a restart without persistence, a
 // FLUSHALL), a running instance's janitor writes it again, so a store
 // started with another shard count is refused as before; a record that
@@ -58,11 +49,11 @@ func TestJanitorRestoresTheLayoutRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := runJanitor(t, s)
-			eventually(t, "the layout record is not restored", func() bool {
+			wait.Until(t, "the layout record is not restored", func() bool {
 				v, _ := s.Client().HMGet(ctx, meta, "shards", "schema").Result()
 				return len(v) == 2 && v[0] == "8" && v[1] != nil
 			})
-			eventually(t, "no warning that the layout record was restored", func() bool {
+			wait.Until(t, "no warning that the layout record was restored", func() bool {
 				return strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "layout record was missing")
 			})
 			if b.Name != "embedded" { // the embedded store is the process' own
@@ -80,14 +71,14 @@ func TestJanitorRestoresTheLayoutRecord(t *testing.T) {
 			if err := s.Client().HSet(ctx, meta, "shards", 4).Err(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
-			eventually(t, "no error naming the recorded shard count", func() bool {
+			wait.Until(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
+			wait.Until(t, "no error naming the recorded shard count", func() bool {
 				return strings.Contains(log.String(), "level=ERROR") && strings.Contains(log.String(), "4 shards")
 			})
 			if err := s.Client().HSet(ctx, meta, "shards", 8).Err(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "Ready still fails", func() bool { return s.Ready(ctx) == nil })
+			wait.Until(t, "Ready still fails", func() bool { return s.Ready(ctx) == nil })
 		})
 	}
 }
@@ -138,7 +129,7 @@ func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
 		t.Run(be.b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			s, rec, log := guardedJanitor(t, be.b)
-			eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
+			wait.Until(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
 			if be.node == "" { // a master that serves the store (a fixed node may serve none of its 8 shards)
 				m, err := s.Client().(*redis.ClusterClient).MasterForKey(ctx, s.Base().Tag(0))
 				if err != nil {
@@ -155,13 +146,13 @@ func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
 			}
 			set(be.evict)
 			defer set("noeviction")
-			eventually(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
-			eventually(t, "no warning naming the policy and node", func() bool {
+			wait.Until(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
+			wait.Until(t, "no warning naming the policy and node", func() bool {
 				l := log.String()
 				return strings.Contains(l, "level=WARN") && strings.Contains(l, "policy="+be.evict) && strings.Contains(l, "node="+be.node)
 			})
 			set("noeviction")
-			eventually(t, "the report still says evicting", func() bool { return rec.unsafe.Load() == 0 })
+			wait.Until(t, "the report still says evicting", func() bool { return rec.unsafe.Load() == 0 })
 		})
 	}
 }
@@ -173,12 +164,12 @@ func TestJanitorGoesOnWithoutConfig(t *testing.T) {
 	ctx := context.Background()
 	b, _ := aclServer(t, []string{"--maxmemory-policy", "allkeys-lru"}, "noconfig", "+@all", "-config", "~*", "&*")
 	s, rec, log := guardedJanitor(t, b)
-	eventually(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
+	wait.Until(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
 	// the janitor went on: another visit restores a deleted layout record
 	if err := s.Client().Del(ctx, s.Prefix()+":meta").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the janitor stopped", func() bool { return s.Client().Exists(ctx, s.Prefix()+":meta").Val() == 1 })
+	wait.Until(t, "the janitor stopped", func() bool { return s.Client().Exists(ctx, s.Prefix()+":meta").Val() == 1 })
 	l := log.String()
 	if n := strings.Count(l, "refuses CONFIG GET"); n != 1 || !strings.Contains(l, "level=INFO") || strings.Contains(l, "level=WARN msg=\"Redis may evict") {
 		t.Errorf("log %q, want one info line about CONFIG and no eviction warning", l)
@@ -246,11 +237,11 @@ func TestJanitorClearsTheReportWhenConfigIsRefused(t *testing.T) {
 	ctx := context.Background()
 	b, admin := aclServer(t, []string{"--maxmemory-policy", "allkeys-lru"}, "later", "+@all", "~*", "&*")
 	_, rec, log := guardedJanitor(t, b)
-	eventually(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
+	wait.Until(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
 	if err := admin.Do(ctx, "ACL", "SETUSER", "later", "-config").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
+	wait.Until(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
 	if v := rec.unsafe.Load(); v != 0 {
 		t.Errorf("GuardMetrics says %d once CONFIG GET is refused, want 0", v)
 	}
@@ -265,7 +256,7 @@ func TestJanitorPolicyCheckOutlivesABusyRedis(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 10 * time.Second})
 	defer admin.Close()
 	_, rec, log := guardedJanitor(t, redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr})
-	eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
+	wait.Until(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
 	// 1.5 s of a script that answers nothing: every other client gets BUSY
 	// after 100 ms, the janitor's checks (every 20 ms) among them
 	busy := `local s = redis.call('TIME')
@@ -277,7 +268,7 @@ return 1`
 	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no report of the evicting policy after the busy script", func() bool { return rec.unsafe.Load() == 1 })
+	wait.Until(t, "no report of the evicting policy after the busy script", func() bool { return rec.unsafe.Load() == 1 })
 	if l := log.String(); strings.Contains(l, "refuses CONFIG GET") {
 		t.Errorf("a BUSY reply was taken for a refusal of CONFIG:\n%s", l)
 	}
@@ -323,8 +314,8 @@ func TestJanitorLayoutRecordLostWhileChecked(t *testing.T) {
 			s.Client().AddHook(h)
 			h.armed.Store(true)
 			log := runJanitor(t, s)
-			eventually(t, "the record was not deleted while checked", h.fired.Load)
-			eventually(t, "the layout record is not restored", func() bool {
+			wait.Until(t, "the record was not deleted while checked", h.fired.Load)
+			wait.Until(t, "the layout record is not restored", func() bool {
 				return strings.Contains(log.String(), "layout record was missing") && s.Client().HGet(ctx, meta, "shards").Val() == "8"
 			})
 			if err := s.Ready(ctx); err != nil {

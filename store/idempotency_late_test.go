@@ -13,6 +13,7 @@ import (
 
 	contract "github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/idempotency"
 )
@@ -95,7 +96,7 @@ func TestIdempotencyClaimMadeAfterItsCallGaveUpIsNot(t *testing.T) {
 	}
 	time.Sleep(300*time.Millisecond + 2*time.Second) // past the deadline and the clocks' margin (1 s)
 	srv.Resume()
-	eventually(t, "Redis runs the claim left in its socket", func() bool { return scripts() > before })
+	wait.Until(t, "Redis runs the claim left in its socket", func() bool { return scripts() > before })
 
 	c, err := idem.Claim(ctx, "alice", "late", "fp", hold)
 	if err != nil || c.Outcome != contract.New {

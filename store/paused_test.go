@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -108,12 +109,12 @@ func TestCallsEndAgainstAPausedRedis(t *testing.T) {
 			}
 			m.Resume()
 			// Redis ran it when it went on: the cut was a lost reply
-			eventually(t, "the message cut once sent is in the room", func() bool {
+			wait.Until(t, "the message cut once sent is in the room", func() bool {
 				_, ms, err := s.Messages(ctx, alice, id, 0)
 				return err == nil && len(ms) == 1
 			})
 			var v int64
-			eventually(t, "the message sent again once Redis goes on", func() bool {
+			wait.Until(t, "the message sent again once Redis goes on", func() bool {
 				var sent rooms.Sent
 				sent, err = s.SendMessage(ctx, alice, id, msg)
 				v = sent.Version

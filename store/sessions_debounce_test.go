@@ -12,6 +12,7 @@ import (
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -72,7 +73,7 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 			}
 
 			mobile := flap("mobile")
-			waitUntil(t, "online", func() bool { return len(published()) >= 1 })
+			wait.Until(t, "online", func() bool { return len(published()) >= 1 })
 			pc := flap("pc")
 			if err := s2.Sessions().CloseSession(ctx, mobile); err != nil { // mobile leaves for good
 				t.Fatal(err)
@@ -92,7 +93,7 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 			}
 			checkInvariants(t, s1)
 
-			waitUntil(t, "mobile dropped after the window", func() bool { sweep(); return len(published()) >= 3 })
+			wait.Until(t, "mobile dropped after the window", func() bool { sweep(); return len(published()) >= 3 })
 			if err := s1.Sessions().CloseSession(ctx, pc); err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 			if st := status(); !st.Online {
 				t.Errorf("the last session closed, within the window: %+v, want online", st)
 			}
-			waitUntil(t, "offline after the window", func() bool { sweep(); return len(published()) >= 4 })
+			wait.Until(t, "offline after the window", func() bool { sweep(); return len(published()) >= 4 })
 			sweep()
 			time.Sleep(100 * time.Millisecond)
 			want := []string{"mobile", "pc,mobile", "pc", ""}
@@ -182,7 +183,7 @@ func TestLapsedSessionIsDebounced(t *testing.T) {
 					if _, err := dead.Sessions().OpenSession(ctx, pc, sse.Cursor{}, 0); err != nil {
 						t.Fatal(err)
 					}
-					waitUntil(t, "online", func() bool { return len(published()) >= 1 })
+					wait.Until(t, "online", func() bool { return len(published()) >= 1 })
 					lapseSession(t, dead, pc)
 					sweep()
 					if fs := statusFields(t, live, uid); reps["session_lapsed"] != 1 || !slices.Equal(fs, []string{"g:pc", "p", "v"}) {
@@ -205,7 +206,7 @@ func TestLapsedSessionIsDebounced(t *testing.T) {
 						if got := published(); !slices.Equal(got, []string{"pc"}) {
 							t.Fatalf("published %q within the debounce, want online on pc alone", got)
 						}
-						waitUntil(t, "offline after the debounce", func() bool { sweep(); return len(published()) >= 2 })
+						wait.Until(t, "offline after the debounce", func() bool { sweep(); return len(published()) >= 2 })
 						sweep()
 						time.Sleep(100 * time.Millisecond)
 						if got := published(); !slices.Equal(got, []string{"pc", ""}) {
@@ -266,7 +267,7 @@ func TestRefusedOpenSettlesLapsedPlatforms(t *testing.T) {
 				t.Errorf("after the refusal: status fields %q, want pc's deadline", fs)
 			}
 			reps := store.Report{}
-			waitUntil(t, "pc dropped after its debounce", func() bool {
+			wait.Until(t, "pc dropped after its debounce", func() bool {
 				if lost, err := live.Sessions().RenewSessions(ctx, []sse.Session{mobile}); err != nil || len(lost) != 0 {
 					t.Fatalf("renew: lost %v, %v", lost, err)
 				}
@@ -312,7 +313,7 @@ func TestLapseFoundLateIsCountedOnce(t *testing.T) {
 			if ttl := statusTTL(t, live, uid); ttl < 10*time.Minute {
 				t.Errorf("the record expires in %s once the sweep set the deadline, want past it by the linger (10 min)", ttl)
 			}
-			waitUntil(t, "offline after the debounce", func() bool {
+			wait.Until(t, "offline after the debounce", func() bool {
 				sweepAll(t, live, reps)
 				got, err := live.Sessions().Statuses(ctx, []string{uid})
 				if err != nil {

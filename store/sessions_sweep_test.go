@@ -12,6 +12,7 @@ import (
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -276,7 +277,7 @@ func TestLapsedOnlineStatusReadsAndGoesOffline(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitUntil(t, "offline published", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 2 })
+			wait.Until(t, "offline published", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 2 })
 			ss, _ := sink.snapshot()
 			if len(ss) != 2 || !ss[0].Online || ss[1].Online || ss[1].Version < got[0].Version {
 				t.Fatalf("published %+v, want online then offline at or above %d", ss, got[0].Version)
@@ -321,7 +322,7 @@ func expireStatus(t *testing.T, s *store.Store, uid string) {
 	if err := s.Client().PExpire(ctx, keys[0], time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the status record gone", func() bool { return s.Client().Exists(ctx, keys[0]).Val() == 0 })
+	wait.Until(t, "the status record gone", func() bool { return s.Client().Exists(ctx, keys[0]).Val() == 0 })
 }
 
 // Statuses reads the status record, then, for a user without one, the
@@ -375,7 +376,7 @@ func TestReopenAfterALapsedStatusAnnouncesTheOffline(t *testing.T) {
 			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "after"}, sse.Cursor{}, 0); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "three statuses published", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 3 })
+			wait.Until(t, "three statuses published", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 3 })
 			ss, _ := sink.snapshot()
 			if len(ss) != 3 || !ss[0].Online || ss[1].Online || !ss[2].Online || ss[1].Version <= ss[0].Version || ss[2].Version <= ss[1].Version {
 				t.Fatalf("published %+v, want online, offline, online, versions rising", ss)

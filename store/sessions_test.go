@@ -15,6 +15,7 @@ import (
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -66,17 +67,6 @@ func watchUser(t *testing.T, st *store.Store, uid string) *userSink {
 		t.Fatal(err)
 	}
 	return sink
-}
-
-// waitUntil polls cond for up to 15 s (a loaded machine stalls).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func platformsOf(ss []players.Status) []string {
@@ -138,7 +128,7 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantPs := []string{"pc", "pc,mobile", "pc", ""}
-			waitUntil(t, "4 status changes", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 4 })
+			wait.Until(t, "4 status changes", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 4 })
 			time.Sleep(100 * time.Millisecond) // nothing more may come
 			ss, evs := sink.snapshot()
 			if !slices.Equal(platformsOf(ss), wantPs) {
@@ -252,7 +242,7 @@ func TestSessionLapsesOffline(t *testing.T) {
 			if got, _ := s.Sessions().Statuses(ctx, []string{uid}); !got[0].Online {
 				t.Fatalf("not online: %+v", got[0])
 			}
-			waitUntil(t, "offline", func() bool {
+			wait.Until(t, "offline", func() bool {
 				for shard := range 8 {
 					if _, err := s.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
 						t.Fatal(err)

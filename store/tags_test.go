@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -196,14 +197,14 @@ func TestJanitorKeepsTheSchemaItServes(t *testing.T) {
 			if err := s.Client().HSet(ctx, meta, "schema", store.PlainSchema).Err(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
-			eventually(t, "no error naming the schema served", func() bool {
+			wait.Until(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
+			wait.Until(t, "no error naming the schema served", func() bool {
 				return strings.Contains(log.String(), "level=ERROR") && strings.Contains(log.String(), "schema "+strconv.Itoa(store.SchemaVersion)+" (spread)")
 			})
 			if err := s.Client().Del(ctx, meta).Err(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "Ready still fails once the record is restored", func() bool { return s.Ready(ctx) == nil })
+			wait.Until(t, "Ready still fails once the record is restored", func() bool { return s.Ready(ctx) == nil })
 			if got := s.Client().HGet(ctx, meta, "schema").Val(); got != strconv.Itoa(store.SchemaVersion) {
 				t.Fatalf("restored schema %q, want the store's %d", got, store.SchemaVersion)
 			}

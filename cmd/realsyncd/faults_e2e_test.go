@@ -21,6 +21,7 @@ import (
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/schema1"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/store"
 )
 
@@ -279,7 +280,7 @@ func TestSecondSignalEndsAShutdown(t *testing.T) {
 	hangARequest(t, in)
 	in.once.Do(func() {}) // this test stops the process itself
 	in.cmd.Process.Signal(syscall.SIGTERM)
-	waitFor(t, 10*time.Second, "the shutdown's start", func() bool { return strings.Contains(in.logText(), "shutting down") })
+	wait.Within(t, 10*time.Second, "the shutdown's start", func() bool { return strings.Contains(in.logText(), "shutting down") })
 	select {
 	case err := <-in.exited:
 		t.Fatalf("the instance exited (%v) before its shutdown's time, with a request held", err)

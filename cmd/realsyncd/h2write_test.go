@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 )
 
 // tcpPair is a loopback TCP connection: the server's end gathered (not
@@ -155,7 +156,7 @@ func TestGatheredConnWaitsForRoom(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the sender's end", func() bool {
+	wait.Within(t, 10*time.Second, "the sender's end", func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		return !g.sending && g.buf == nil
@@ -284,7 +285,7 @@ func TestGatheredConnDeadlinePassedAfterItsWrites(t *testing.T) {
 		g.SetDeadline(time.Now()) // waits for the send on the wire
 		close(set)
 	}()
-	waitFor(t, 10*time.Second, "the passed deadline set", func() bool {
+	wait.Within(t, 10*time.Second, "the passed deadline set", func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		return g.cutoff

@@ -8,6 +8,7 @@ import (
 
 	"github.com/realsync/realsync/internal/netns"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 )
 
 // partitionBound is how soon a partitioned instance must say so: /readyz
@@ -58,11 +59,11 @@ func TestPartitionedInstance(t *testing.T) {
 	shownDisconnected := when(bound, func() bool { return disconnected(watcher.all(), 2) })
 
 	// The partitioned instance says so, promptly, on every route.
-	within(t, "a: /readyz 503", func() bool { return ta.timed("GET", a.url+"/readyz", "", nil).status == 503 })
-	within(t, "a: reads 503", func() bool {
+	wait.Within(t, partitionBound, "a: /readyz 503", func() bool { return ta.timed("GET", a.url+"/readyz", "", nil).status == 503 })
+	wait.Within(t, partitionBound, "a: reads 503", func() bool {
 		return ta.timed("GET", a.url+"/v1/rooms/"+id, toks[1], nil).code == "STORE_UNAVAILABLE"
 	})
-	within(t, "a: writes 503", func() bool {
+	wait.Within(t, partitionBound, "a: writes 503", func() bool {
 		return ta.timed("PATCH", a.url+"/v1/rooms/"+id+"/state", toks[1], map[string]any{"during": 1}).code == "STORE_UNAVAILABLE"
 	})
 	if bad := ta.unexpected("503 STORE_UNAVAILABLE"); len(bad) > 0 {
@@ -90,14 +91,14 @@ func TestPartitionedInstance(t *testing.T) {
 	// Healed: a serves again, its stream resumes and catches up.
 	toRedis.Heal()
 	healed := time.Now()
-	within(t, "a: /readyz 200 after the heal", func() bool { return ta.timed("GET", a.url+"/readyz", "", nil).status == 200 })
+	wait.Within(t, partitionBound, "a: /readyz 200 after the heal", func() bool { return ta.timed("GET", a.url+"/readyz", "", nil).status == 200 })
 	// go-redis answers new connections with its last dial error until its
 	// background dial gets through (about a second), so the first writes
 	// after the heal may still be 503: within the bound, one must pass.
-	within(t, "a: a patch through a after the heal", func() bool {
+	wait.Within(t, partitionBound, "a: a patch through a after the heal", func() bool {
 		return patch(t, a, id, toks[1], map[string]any{"after": true})
 	})
-	within(t, "a: its stream is back", func() bool { return connected(watcher.all(), 2) })
+	wait.Within(t, partitionBound, "a: its stream is back", func() bool { return connected(watcher.all(), 2) })
 	final := roomVersion(t, b, id, toks[0])
 	es := cutoff.waitVersion(final, 20*time.Second)
 	inOrder(t, "a's stream", es)
@@ -111,18 +112,6 @@ func TestPartitionedInstance(t *testing.T) {
 		t.Errorf("a request took %v, want every answer within %v", ta.max, partitionBound)
 	}
 	noTokenLogged(t, toks, a, b)
-}
-
-// within waits up to partitionBound for ok.
-func within(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	start := time.Now()
-	for !ok() {
-		if time.Since(start) > partitionBound {
-			t.Fatalf("%s: not within %v", what, partitionBound)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // when polls ok every 10 ms until deadline and sends the time it first

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 )
 
 // sseEvent is one event as a client received it.
@@ -556,7 +557,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 	// a reconnection's resumed event follows its replay (a reconnection
 	// after the patch replays it first): waited for, not raced
-	waitFor(t, 10*time.Second, "the reconnection's resumed event", func() bool {
+	wait.Within(t, 10*time.Second, "the reconnection's resumed event", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.resumes >= f.conns-1
@@ -617,7 +618,7 @@ func TestShutdownSpreadsStreamEnds(t *testing.T) {
 	// once a stream ended, the instance still serves the others but takes
 	// no new connection: the client's next try is the other instance
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	waitFor(t, 10*time.Second, "a stream ended by the shutdown", func() bool {
+	wait.Within(t, 10*time.Second, "a stream ended by the shutdown", func() bool {
 		for _, f := range fs {
 			f.mu.Lock()
 			ended := len(f.endedAt) > 0

@@ -23,6 +23,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/internal/webhook"
 )
 
@@ -112,16 +113,6 @@ func byID(tries []hookTry) map[string][]hookTry {
 		out[tr.id] = append(out[tr.id], tr)
 	}
 	return out
-}
-
-// waitFor polls cond every 50 ms for up to within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-	}
 }
 
 // webhookEntries counts what every webhook key of the deployment holds
@@ -229,7 +220,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	if e, _ := s.next(t, 5*time.Second); e.typ != "snapshot" {
 		t.Fatalf("personal stream opened with %q", e.typ)
 	}
-	waitFor(t, 30*time.Second, "user_online", func() bool {
+	wait.Within(t, 30*time.Second, "user_online", func() bool {
 		tries, _ := rc.snapshot()
 		return slices.ContainsFunc(tries, func(tr hookTry) bool { return tr.typ == "user_online" && tr.data["userId"] == uid })
 	})
@@ -243,7 +234,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		}
 		return n
 	}
-	waitFor(t, 30*time.Second, "every event of the healthy phase", func() bool {
+	wait.Within(t, 30*time.Second, "every event of the healthy phase", func() bool {
 		tries, _ := rc.snapshot()
 		return count(tries, "player_joined") >= 3 && count(tries, "player_left") >= 1 && count(tries, "room_closed") >= 1 &&
 			count(tries, "user_offline") >= 1
@@ -317,7 +308,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		return len(listDead(a, 100)) == len(f)
 	}
 	began := time.Now()
-	waitFor(t, 30*time.Second, "every event of the broken phase dead-lettered", deadDone)
+	wait.Within(t, 30*time.Second, "every event of the broken phase dead-lettered", deadDone)
 	took := time.Since(began)
 	time.Sleep(300 * time.Millisecond) // nothing more may come
 	if !deadDone() {
@@ -361,7 +352,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 			t.Fatalf("second replay: %d %v", status, body)
 		}
 	}
-	waitFor(t, 30*time.Second, "the replayed deliveries", func() bool {
+	wait.Within(t, 30*time.Second, "the replayed deliveries", func() bool {
 		tries, _ := rc.snapshot()
 		return len(tries) >= len(mark)+len(dead)
 	})
@@ -398,7 +389,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	// settled as delivered and recorded as failed.
 	rc.mode.Store(0)
 	close(rc.release)
-	waitFor(t, 30*time.Second, "a's tries ended at the receiver", func() bool { return rc.busy.Load() == 0 })
+	wait.Within(t, 30*time.Second, "a's tries ended at the receiver", func() bool { return rc.busy.Load() == 0 })
 	for more := true; more; {
 		select {
 		case <-rc.hung:
@@ -418,7 +409,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	// check below counts those as c's.
 	c2 := start(t, bin, append(env, "REALSYNC_WEBHOOK_TIMEOUT=3s", "REALSYNC_LOG_LEVEL=debug")...)
 	began = time.Now()
-	waitFor(t, 40*time.Second, "the held deliveries taken over", func() bool {
+	wait.Within(t, 40*time.Second, "the held deliveries taken over", func() bool {
 		tries, _ := rc.snapshot()
 		for id := range held {
 			if !slices.ContainsFunc(tries[len(tried):], func(tr hookTry) bool { return tr.id == id && tr.ok }) {
@@ -443,7 +434,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		tries, failed int
 		since         time.Time
 	}
-	waitFor(t, 40*time.Second, "c's tries settled, each that failed for it tried again", func() bool {
+	wait.Within(t, 40*time.Second, "c's tries settled, each that failed for it tried again", func() bool {
 		all, _ := rc.snapshot()
 		failed, retried := 0, true
 		for id, tries := range byID(all[len(tried):]) {
@@ -492,7 +483,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		t.Fatalf("the room on the new instance: %d", status)
 	}
 
-	waitFor(t, 30*time.Second, "the webhook keys emptied", func() bool { n, _ := webhookEntries(t, c, prefix); return n == 0 })
+	wait.Within(t, 30*time.Second, "the webhook keys emptied", func() bool { n, _ := webhookEntries(t, c, prefix); return n == 0 })
 	_, keys := webhookEntries(t, c, prefix)
 	for _, k := range keys {
 		// what stays: each shard's outbox and deliveries, empty, with the
@@ -566,7 +557,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 		return body["room"].(map[string]any)["id"].(string)
 	}
 	before := create("before")
-	waitFor(t, 30*time.Second, "the outbox drained to no endpoint", func() bool {
+	wait.Within(t, 30*time.Second, "the outbox drained to no endpoint", func() bool {
 		n, _ := webhookEntries(t, c, prefix)
 		return n == 0
 	})
@@ -575,14 +566,14 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 	write(fmt.Sprintf("endpoints:\n- id: crm\n  url: %s/hooks\n  secret: %s\n  events: ['*']\n", rc.srv.URL, rc.secret))
 	reloaded := func(n int) { // the file was read again, the n-th time it changed
 		t.Helper()
-		waitFor(t, webhook.Reload+5*time.Second, "the file reloaded", func() bool {
+		wait.Within(t, webhook.Reload+5*time.Second, "the file reloaded", func() bool {
 			return strings.Count(a.logText(), "webhooks file reloaded") >= n
 		})
 	}
 	reloaded(1)
 	replay(crmLetter, 202, "") // the reload added crm
 	after := create("after")
-	waitFor(t, 30*time.Second, "an event of a room made after the reload", func() bool {
+	wait.Within(t, 30*time.Second, "an event of a room made after the reload", func() bool {
 		tries, _ := rc.snapshot()
 		return slices.ContainsFunc(tries, func(tr hookTry) bool { return tr.data["roomId"] == after })
 	})
@@ -596,7 +587,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 	reloaded(2)
 	n := len(tries)
 	last := create("emptied")
-	waitFor(t, 30*time.Second, "the outbox drained again", func() bool {
+	wait.Within(t, 30*time.Second, "the outbox drained again", func() bool {
 		n, _ := webhookEntries(t, c, prefix)
 		return n == 0
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/store"
 )
 
@@ -58,11 +59,11 @@ func TestMemberLifecycle(t *testing.T) {
 			s.Client().Set(ctx, lease, "dead", time.Minute)
 
 			// No listing here: it would reap too.
-			waitFor(t, 5*ttl, "the dead instance's lease released by the heartbeat loop", func() bool {
+			wait.Within(t, 5*ttl, "the dead instance's lease released by the heartbeat loop", func() bool {
 				return s.Client().Exists(ctx, lease).Val() == 0
 			})
 			streams.Store(5)
-			waitFor(t, 5*ttl, "5 streams reported", func() bool {
+			wait.Within(t, 5*ttl, "5 streams reported", func() bool {
 				got := list(t, s)
 				return len(got) == 1 && got[0].Streams == 5
 			})
@@ -87,16 +88,6 @@ func list(tb testing.TB, s *store.Store) []fleet.Instance {
 		tb.Fatal(err)
 	}
 	return ins
-}
-
-func waitFor(tb testing.TB, within time.Duration, what string, ok func() bool) {
-	tb.Helper()
-	for deadline := time.Now().Add(within); !ok(); {
-		if time.Now().After(deadline) {
-			tb.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // failing is a registry whose heartbeats after the first fail fail times.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -903,7 +904,7 @@ func TestBusyBackfillModeReadsItsRoomsOnceAnInterval(t *testing.T) {
 		seats := &seatsRead{RoomOpener: e.rooms}
 		running(t, matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: seats, Notifier: e.tickets,
 			Holder: "a", Interval: time.Minute, Walk: 2}))
-		within(t, 10*time.Second, "every pair matched", func() bool {
+		wait.Within(t, 10*time.Second, "every pair matched", func() bool {
 			for _, id := range ids {
 				if tk, err := e.tickets.Get(ctx, id); err != nil || tk.RoomID == "" {
 					return false

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/matchmaking"
 )
 
@@ -27,12 +28,12 @@ func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
 		e := open(t, b, rs)
 		base := e.rooms.Base()
 		const hold = 2 * time.Second
-		holds, wait := holdPools(t, e, hold)
-		defer wait()
+		holds, release := holdPools(t, e, hold)
+		defer release()
 		// Every pool is held once the pops are sent: a request waits (the
 		// test would pass without this, proving nothing).
 		for node, key := range holds {
-			within(t, 5*time.Second, "a request to "+node+" waiting past its deadline (its pool held)", func() bool {
+			wait.Within(t, 5*time.Second, "a request to "+node+" waiting past its deadline (its pool held)", func() bool {
 				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				defer cancel()
 				return errors.Is(base.Client.Get(pctx, key).Err(), context.DeadlineExceeded)
@@ -76,8 +77,8 @@ func TestPassingLeaseOutlivesABusyPool(t *testing.T) {
 			LeaseTTL: ttl, RepairAfter: time.Hour, Interval: 50 * time.Millisecond})
 		running(t, a)
 		stall.waitEntered(t)
-		_, wait := holdPools(t, e, 3*ttl)
-		defer wait()
+		_, release := holdPools(t, e, 3*ttl)
+		defer release()
 		time.Sleep(2 * ttl)
 		if ok, err := e.tickets.Lease(ctx, "duel", "b", ttl); err != nil || ok {
 			t.Errorf("b's take of duel %v into a busy pool, while a, alive, was passing it: %v %v, want held by a", 2*ttl, ok, err)
@@ -87,8 +88,8 @@ func TestPassingLeaseOutlivesABusyPool(t *testing.T) {
 
 // holdPools holds every connection of e's requests' pools (one per node
 // on a Cluster) with blocking pops for d; holds names a key of each node,
-// wait waits for the pops.
-func holdPools(t *testing.T, e env, d time.Duration) (holds map[string]string, wait func()) {
+// release waits for the pops.
+func holdPools(t *testing.T, e env, d time.Duration) (holds map[string]string, release func()) {
 	t.Helper()
 	ctx := context.Background()
 	base := e.rooms.Base()

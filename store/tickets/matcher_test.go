@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
@@ -597,7 +598,7 @@ func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 		for range 3 {
 			bm.Round(ctx)
 		}
-		within(t, 15*time.Second, "the pending match repaired by b's rounds", func() bool {
+		wait.Within(t, 15*time.Second, "the pending match repaired by b's rounds", func() bool {
 			if p, err := e.tickets.Pending(ctx, "duel"); err == nil && len(p) == 0 {
 				return true
 			}
@@ -1443,7 +1444,7 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 		// joust's pass is over (its match made: a took its lease, which
 		// under load it may not have done yet when duel's pass stalled);
 		// duel's stalls past the TTL
-		within(t, 20*time.Second, "joust's pair matched", func() bool {
+		wait.Within(t, 20*time.Second, "joust's pair matched", func() bool {
 			for _, id := range jousts {
 				if tk, err := e.tickets.Get(ctx, id); err != nil || tk.RoomID == "" {
 					return false
@@ -1551,7 +1552,7 @@ func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
 		running(t, a)
 		stall.waitEntered(t)
 		ids := duelPair(t, e, "joust", "j0", "j1")
-		within(t, 20*time.Second, "joust matched while duel's pass stalls", func() bool {
+		wait.Within(t, 20*time.Second, "joust matched while duel's pass stalls", func() bool {
 			tk, err := e.tickets.Get(ctx, ids[0])
 			return err == nil && tk.Status == matchmaking.Matched && tk.RoomID != ""
 		})
@@ -1678,7 +1679,7 @@ func TestBusyModeIsPassedAgainAtOnce(t *testing.T) {
 		}
 		running(t, matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
 			Holder: "a", Interval: time.Minute, Walk: 2}))
-		within(t, 30*time.Second, "every pair matched", func() bool {
+		wait.Within(t, 30*time.Second, "every pair matched", func() bool {
 			for _, id := range ids {
 				if tk, err := e.tickets.Get(ctx, id); err != nil || tk.RoomID == "" {
 					return false

@@ -17,6 +17,7 @@ import (
 	"github.com/realsync/realsync/internal/promtest"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/matchmaking"
 )
 
@@ -53,7 +54,7 @@ func TestMatchmakingMetrics(t *testing.T) {
 			v, _ := promtest.Sample(t, reg, "realsync_matchmaking_tickets_ended_total", "mode", "duel", "outcome", outcome)
 			return v
 		}
-		within(t, 10*time.Second, "the two matched", func() bool {
+		wait.Within(t, 10*time.Second, "the two matched", func() bool {
 			v, _ := promtest.Sample(t, reg, "realsync_matchmaking_matches_total", "mode", "duel")
 			return v == 1
 		})
@@ -61,12 +62,12 @@ func TestMatchmakingMetrics(t *testing.T) {
 			t.Fatalf("time to match of mode duel: %v observations (series %v), want the 2 matched tickets'", v, ok)
 		}
 		create("x") // alone: expires
-		within(t, 10*time.Second, "the lone ticket expired", func() bool { return ended("expired") == 1 })
+		wait.Within(t, 10*time.Second, "the lone ticket expired", func() bool { return ended("expired") == 1 })
 		if got := ended("cancelled"); got != 1 {
 			t.Fatalf("%v cancelled, want 1 (the repeated cancel not counted)", got)
 		}
 		// the expiry is counted within the pass, the queue figure after it
-		within(t, 10*time.Second, "the lease holder reporting 0 searching", func() bool {
+		wait.Within(t, 10*time.Second, "the lease holder reporting 0 searching", func() bool {
 			v, ok := queueFigure(t, reg)
 			return ok && v == 0
 		})
@@ -93,7 +94,7 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 			LeaseTTL: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}) // a lease call: 333 ms at most
 		finish := roundStalled(t, ctx, a, stall)
 		takeLease(t, e, "duel", "a", "b")
-		within(t, 20*time.Second, "a finding its lease taken", func() bool { return strings.Contains(logs.String(), "lease lost during a pass") })
+		wait.Within(t, 20*time.Second, "a finding its lease taken", func() bool { return strings.Contains(logs.String(), "lease lost during a pass") })
 		if held := finish(); len(held) != 0 {
 			t.Errorf("a's round holds %v, want none: b took duel", held)
 		}
@@ -200,7 +201,7 @@ func TestFailedRoundKeepsItsLeasesForTheShutdown(t *testing.T) {
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a",
 			Interval: 20 * time.Millisecond, LeaseTTL: time.Minute})
 		stop := running(t, m)
-		within(t, 10*time.Second, "a taking duel's lease", func() bool { _, ok := queueFigure(t, reg); return ok })
+		wait.Within(t, 10*time.Second, "a taking duel's lease", func() bool { _, ok := queueFigure(t, reg); return ok })
 		q.fail.Store(true)
 		time.Sleep(200 * time.Millisecond) // rounds that cannot list the modes
 		if _, ok := queueFigure(t, reg); !ok {
@@ -281,16 +282,6 @@ func running(t *testing.T, m *matchmaking.Matcher) (stop func()) {
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
 	return stop
-}
-
-// within waits until cond holds, failing the test after d.
-func within(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-	}
 }
 
 // A pass cut by its budget is counted (realsync_matchmaking_pass_cut_total)

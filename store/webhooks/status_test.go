@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/internal/webhook"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
@@ -32,17 +33,6 @@ func twoInstances(t *testing.T, b redistest.Backend, cfg store.Config) (*store.S
 		return s1, s1
 	}
 	return s1, openStoreWith(t, b, mut)
-}
-
-// waitUntil polls cond for up to 15 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // statusHook is a user status event as a webhook endpoint receives it.
@@ -95,7 +85,7 @@ func TestWebhooksStatusEvents(t *testing.T) {
 				}
 			}
 			// pc2 is never renewed: it lapses, and the sweep takes the user offline
-			waitUntil(t, "the lapsed session swept", func() bool {
+			wait.Until(t, "the lapsed session swept", func() bool {
 				for shard := range 8 {
 					if _, err := s1.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
 						t.Fatal(err)
