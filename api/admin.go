@@ -35,13 +35,17 @@ func newAdmin(token string, instances func(context.Context) ([]fleet.Instance, e
 func isAdmin(path string) bool { return strings.HasPrefix(path, "/v1/admin/") }
 
 // authorizeAdmin accepts exactly the admin token as a bearer token (no
-// access_token parameter). Without an admin token configured the route is
-// not found; a missing or wrong token is 401, a valid player token 403.
+// access_token parameter), alone: beside another credential (oneCredential)
+// it is 401, as on every route. Without an admin token configured the route
+// is not found; a missing or wrong token is 401, a valid player token 403.
 // The tokens are hashed before a constant-time comparison, so neither the
 // token's bytes nor its length leak through timing.
 func (s *Server) authorizeAdmin(r *http.Request) error {
 	if !s.admin.enabled {
 		return errRouteNotFound
+	}
+	if err := oneCredential(r); err != nil {
+		return err
 	}
 	token, ok := bearer(r)
 	if !ok {

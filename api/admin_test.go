@@ -39,8 +39,8 @@ func adminEnv(t *testing.T, b redistest.Backend, token string) *env {
 	return &env{t: t, url: srv.URL, store: st, logs: logs}
 }
 
-// Admin routes take the admin token and nothing else: 401 without it or
-// with a wrong one (WWW-Authenticate: Bearer), 403 ADMIN_REQUIRED for a
+// Admin routes take the admin token and nothing else: 401 without it, with
+// a wrong one or beside another credential (WWW-Authenticate: Bearer), 403 ADMIN_REQUIRED for a
 // valid player token, 404 everywhere when no admin token is configured.
 func TestAdminAuth(t *testing.T) {
 	b := redistest.Backends(t)[0]
@@ -64,6 +64,9 @@ func TestAdminAuth(t *testing.T) {
 		{name: "AdminTokenAsQuery", e: on, path: "/v1/admin/instances?access_token=" + adminToken, status: 401, code: "UNAUTHENTICATED"},
 		{name: "AdminToken", e: on, token: adminToken, status: 200},
 		{name: "LowercaseScheme", e: on, hdr: []string{"Authorization", "bearer " + adminToken}, status: 200},
+		// one credential per request, as on every route
+		{name: "AdminTokenBesidePlayerToken", e: on, hdr: []string{"Authorization", "Bearer " + adminToken, "Authorization", "Bearer " + player}, status: 401, code: "UNAUTHENTICATED"},
+		{name: "AdminTokenBesideAPIKey", e: on, token: adminToken, hdr: []string{"X-API-Key", "rsk_any"}, status: 401, code: "UNAUTHENTICATED"},
 		{name: "AdminTokenOnPlayerRoute", e: on, path: "/v1/me/rooms", token: adminToken, status: 401, code: "UNAUTHENTICATED"},
 		{name: "UnknownAdminRouteNoToken", e: on, path: "/v1/admin/nope", status: 401, code: "UNAUTHENTICATED"},
 		{name: "UnknownAdminRoute", e: on, path: "/v1/admin/nope", token: adminToken, status: 404, code: "NOT_FOUND"},

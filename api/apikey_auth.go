@@ -23,14 +23,10 @@ const apiKeyHeader = "X-API-Key"
 // (X-API-Key or Authorization, whatever it holds): which one opened the stream would depend on the header, and a
 // header a proxy adds would silently change who the stream is opened as.
 func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
+	if err := oneCredential(r); err != nil {
+		return rooms.User{}, true, err
+	}
 	key := r.Header.Get(apiKeyHeader)
-	if len(r.Header.Values("Authorization")) > 1 || len(r.Header.Values(apiKeyHeader)) > 1 {
-		// which one counts would depend on the proxies on the way
-		return rooms.User{}, true, fmt.Errorf("send one credential, in one header: %w", errUnauthenticated)
-	}
-	if key != "" && r.Header.Get("Authorization") != "" {
-		return rooms.User{}, true, fmt.Errorf("send one credential, X-API-Key or Authorization, not both: %w", errUnauthenticated)
-	}
 	if isStream(r) {
 		q := r.URL.Query()
 		for _, param := range []string{"token", "access_token"} {
@@ -57,6 +53,20 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		return rooms.User{}, true, fmt.Errorf("unknown or revoked API key: %w", errUnauthenticated)
 	}
 	return k.user(), true, nil
+}
+
+// oneCredential refuses a request whose headers carry more than one
+// credential: two Authorization or two X-API-Key headers, or one of each.
+// Which one counted would depend on the headers' order, and a header a
+// proxy adds would silently change who the request acts as.
+func oneCredential(r *http.Request) error {
+	if len(r.Header.Values("Authorization")) > 1 || len(r.Header.Values(apiKeyHeader)) > 1 {
+		return fmt.Errorf("send one credential, in one header: %w", errUnauthenticated)
+	}
+	if r.Header.Get(apiKeyHeader) != "" && r.Header.Get("Authorization") != "" {
+		return fmt.Errorf("send one credential, X-API-Key or Authorization, not both: %w", errUnauthenticated)
+	}
+	return nil
 }
 
 // keyInURL is the refusal of an API key in an event stream's URL (as

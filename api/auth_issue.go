@@ -38,11 +38,19 @@ func (a *Auth) issue(u rooms.User) (oapi.GuestToken, error) {
 
 // Refresh returns a new token for the same user as id, valid GuestTokenTTL
 // from now. Only the server's own tokens are refreshed
-// (errRefreshNotAllowed for a studio's: its login renews them), and guest
-// tokens only while guest tokens are on (errGuestDisabled).
+// (errRefreshNotAllowed for a studio's: its login renews them), guest
+// tokens only while guest tokens are on (errGuestDisabled), and only before
+// they expire (errUnauthenticated): the verifier's leeway
+// (REALSYNC_JWT_LEEWAY) is for clocks that differ, and the server's own
+// tokens are renewed by its own clock, so a token taken after it expired
+// is not made new again.
 func (a *Auth) Refresh(id Identity) (oapi.GuestToken, error) {
 	if !id.ServerIssued {
 		return oapi.GuestToken{}, fmt.Errorf("this token was signed by a studio key: renew it with the studio's login: %w", errRefreshNotAllowed)
+	}
+	if !id.Expires.After(a.now()) {
+		return oapi.GuestToken{}, fmt.Errorf("this token expired at %s: renew a token before it expires; an expired one is not renewed: %w",
+			id.Expires.UTC().Format(time.RFC3339), errUnauthenticated)
 	}
 	if strings.HasPrefix(id.User.ID, rooms.GuestPrefix) && !a.GuestEnabled {
 		return oapi.GuestToken{}, fmt.Errorf("guest tokens are turned off on this server: %w", errGuestDisabled)

@@ -410,7 +410,8 @@ func TestStreamTokensOfARemovedKeyOpenNothing(t *testing.T) {
 }
 
 // Refresh renews the server's tokens for the same user, refuses a studio's,
-// and a guest's while guests are off.
+// one that expired (accepted within the leeway), and a guest's while guests
+// are off.
 func TestRefresh(t *testing.T) {
 	s, a, clock, g := studioAndGuest(t)
 	*clock = clock.Add(23 * time.Hour)
@@ -433,6 +434,14 @@ func TestRefresh(t *testing.T) {
 	if _, err := a.Refresh(studioID); !errors.Is(err, errRefreshNotAllowed) {
 		t.Errorf("a studio token refreshed: %v", err)
 	}
+	// expired, though verified within the leeway: not renewed
+	*clock = id.Expires.Add(10 * time.Second)
+	if late, err := a.Verify(g.Token); err != nil {
+		t.Fatalf("within the leeway: %v", err)
+	} else if _, err := a.Refresh(late); !errors.Is(err, errUnauthenticated) {
+		t.Errorf("a token refreshed 10 s after it expired: %v", err)
+	}
+	*clock = now
 	a.GuestEnabled = false
 	if _, err := a.Refresh(id); !errors.Is(err, errGuestDisabled) {
 		t.Errorf("a guest token refreshed while guests are off: %v", err)
@@ -479,9 +488,16 @@ func TestStreamTokenScope(t *testing.T) {
 	if _, err := a.VerifyStream(st.Token, roomScope("room1")); !errors.Is(err, errUnauthenticated) {
 		t.Errorf("an expired stream token: %v", err)
 	}
-	// Never past the identity's own expiry.
+	// Never past the identity's own expiry; none once it expired (an
+	// identity accepted within the leeway), whose token could open nothing.
 	now = id.Expires.Add(-10 * time.Second)
 	if late, _ := a.IssueStream(id, lobbyScope); late.ExpiresAt.After(id.Expires) {
 		t.Errorf("stream token until %v, identity until %v", late.ExpiresAt, id.Expires)
+	}
+	now = id.Expires.Add(10 * time.Second)
+	if expired, err := a.Verify(g.Token); err != nil {
+		t.Fatalf("within the leeway: %v", err)
+	} else if st, err := a.IssueStream(expired, lobbyScope); !errors.Is(err, errUnauthenticated) {
+		t.Errorf("a stream token for an expired identity: %+v %v", st, err)
 	}
 }

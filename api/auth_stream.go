@@ -73,12 +73,18 @@ func (a *Auth) isStream(token string) bool {
 
 // IssueStream returns a stream token for id opening scope's stream: valid
 // StreamTokenTTL, never past id's own expiry, and named by a random id
-// (jti, 128 bits) for its one use (Server.useStreamToken).
+// (jti, 128 bits) for its one use (Server.useStreamToken). An identity
+// that expired already (accepted within the verifier's leeway) gets none,
+// errUnauthenticated: its token could open nothing.
 func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) {
 	now := a.now()
 	exp := now.Add(StreamTokenTTL).Truncate(time.Second)
 	if id.Expires.Before(exp) {
 		exp = id.Expires.Truncate(time.Second)
+	}
+	if !exp.After(now) {
+		return oapi.StreamToken{}, fmt.Errorf("this token expired at %s: a stream token is never valid past it; renew the token first: %w",
+			id.Expires.UTC().Format(time.RFC3339), errUnauthenticated)
 	}
 	c := streamClaims{Name: id.User.Name, Scope: scope, ParentExp: id.Expires.Unix(), ParentKey: id.key,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: id.User.ID, Audience: jwt.ClaimStrings{streamAudience},

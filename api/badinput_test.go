@@ -41,6 +41,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"UnknownField", "PATCH", "/v1/rooms/" + id, alice, `{"colour":"red"}`, nil, 422, "VALIDATION_FAILED", "colour"},
 			{"NameTooLong", "PATCH", "/v1/rooms/" + id, alice, `{"name":"` + strings.Repeat("é", 65) + `"}`, nil, 422, "VALIDATION_FAILED", "name"},
 			{"NameControl", "PATCH", "/v1/rooms/" + id, alice, `{"name":"a\u0007b"}`, nil, 422, "VALIDATION_FAILED", "name"},
+			// what would reorder or break the text around a name others see
+			{"NameBidiOverride", "PATCH", "/v1/rooms/" + id, alice, `{"name":"Join \u202eevil"}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"CreateNameBidiIsolate", "POST", "/v1/rooms", alice, `{"name":"a\u2067b","mode":"x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"QuickJoinCreateNameLineSeparator", "POST", "/v1/matchmaking/quick-join", alice, `{"mode":"x","regions":["eu"],"create":{"name":"a\u2028b"}}`, nil, 422, "VALIDATION_FAILED", "create.name"},
 			{"NameBlank", "PATCH", "/v1/rooms/" + id, alice, `{"name":" \u3000 "}`, nil, 422, "VALIDATION_FAILED", "name"},
 			{"CreateNameBlank", "POST", "/v1/rooms", alice, `{"name":"   ","mode":"x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "name"},
 			{"QuickJoinCreateNameBlank", "POST", "/v1/matchmaking/quick-join", alice, `{"mode":"x","regions":["eu"],"create":{"name":" "}}`, nil, 422, "VALIDATION_FAILED", "create.name"},
@@ -62,6 +66,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"ValidationBeforeNotFound", "PATCH", "/v1/rooms/00AAAAAAAAAAAAAA", alice, `{"maxPlayers":0}`, nil, 422, "VALIDATION_FAILED", "maxPlayers"},
 			{"BadRoomID", "GET", "/v1/rooms/no%20such", alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
 			{"LongRoomID", "GET", "/v1/rooms/" + strings.Repeat("a", 41), alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
+			// an empty id names nothing, as one never issued (the router
+			// refuses it before the domain would)
+			{"EmptyRoomID", "GET", "/v1/rooms//state", alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
+			{"EmptyRoomIDJoin", "POST", "/v1/rooms//join", alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
+			{"EmptyRoomIDEvents", "GET", "/v1/rooms//events", alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
+			{"EmptyUserID", "POST", "/v1/users//messages", alice, `{"type":"chat"}`, nil, 422, "VALIDATION_FAILED", "userId"},
 			{"CreateMissingFields", "POST", "/v1/rooms", alice, `{}`, nil, 422, "VALIDATION_FAILED", "name"},
 			{"CreateMode", "POST", "/v1/rooms", alice, `{"name":"a","mode":"-x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "mode"},
 			{"CreateStateKey", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"a b":1}}`, nil, 422, "VALIDATION_FAILED", "state.a b"},

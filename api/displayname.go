@@ -15,29 +15,17 @@ const maxDisplayName = 32
 
 // displayNameRule is what a display name must be, in the words of the
 // 422 of a guest's name.
-const displayNameRule = "must be 1..32 characters without control characters, " +
-	"bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) " +
-	"or line and paragraph separators (U+2028, U+2029), and " + rooms.ShowsRule
-
-// nameControl reports whether r may not appear in a display name: a
-// control character (Cc: NUL, ESC, ...), a bidirectional formatting one
-// (Bidi_Control: the right-to-left override U+202E and its kin), which
-// would reorder what other players see around the name, or a line or
-// paragraph separator (U+2028, U+2029), which would start a line of its
-// own ("Alice\u2028[system] banned").
-func nameControl(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
-}
+const displayNameRule = "must be 1..32 characters without " + rooms.NameControlRule + ", and " + rooms.ShowsRule
 
 // validGuestName reports whether name keeps the display-name rule: 1..32
-// characters, one of them visible, no nameControl character.
+// characters, one of them visible, no rooms.NameControl character.
 func validGuestName(name string) bool {
 	n := utf8.RuneCountInString(name)
-	return n >= 1 && n <= maxDisplayName && rooms.Shows(name) && strings.IndexFunc(name, nameControl) < 0
+	return n >= 1 && n <= maxDisplayName && rooms.Shows(name) && strings.IndexFunc(name, rooms.NameControl) < 0
 }
 
 // tokenName is the display name of a token's name claim, and of a guest's
-// name validGuestName took: the claim without its nameControl characters
+// name validGuestName took: the claim without its rooms.NameControl characters
 // and U+FEFF (a zero-width no-break space, which ECMAScript's \s counts
 // as white space while strings.Fields does not: "\uFEFF \uFEFF Jo" is "Jo"),
 // each run of white space one space and none at the ends, cut to 32
@@ -52,7 +40,7 @@ func tokenName(claim string) string {
 		switch {
 		case unicode.IsSpace(r):
 			return ' ' // "John\tSmith", "John\u2028Smith" stay two words
-		case nameControl(r), r == '\uFEFF':
+		case rooms.NameControl(r), r == '\uFEFF':
 			return -1
 		}
 		return r

@@ -269,7 +269,23 @@ func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, r, perr)
 		return
 	}
+	var inv *oapi.InvalidParamFormatError
+	if errors.As(err, &inv) && pathNotFound[inv.ParamName] != nil {
+		s.writeError(w, r, pathNotFound[inv.ParamName])
+		return
+	}
 	s.writeError(w, r, paramInvalid(err))
+}
+
+// pathNotFound answers an id inside a path that the router refused, which
+// can only be an empty one (any other string binds): like any id never
+// issued, it names nothing, and its route's 404 says so (the contract's
+// "anything else is 404"). An empty last segment (a player's, a ticket's)
+// is no route at all (404 NOT_FOUND); a user id is validated (422), as its
+// contract says.
+var pathNotFound = map[string]error{
+	"roomId":       rooms.ErrRoomNotFound,
+	"deadLetterId": deadletter.ErrNotFound,
 }
 
 // paramInvalid is the validation failure of a parameter the generated

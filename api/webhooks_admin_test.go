@@ -189,7 +189,7 @@ func TestWebhookDeadLettersOverHTTP(t *testing.T) {
 			sh, entry, _ := strings.Cut(id, ".")
 			ms, seq, _ := strings.Cut(entry, "-")
 			for _, bad := range []string{"+" + id, "0" + id, "00" + id, sh + ".0" + entry, sh + ".+" + entry,
-				sh + "." + ms + "-0" + seq, sh + "." + ms + "-+" + seq, sh + "." + ms} {
+				sh + "." + ms + "-0" + seq, sh + "." + ms + "-+" + seq, sh + "." + ms, ""} {
 				if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+bad+"/replay", adminToken, nil); r.status != 404 || r.code() != "DEAD_LETTER_NOT_FOUND" {
 					t.Fatalf("replay of %q (dead letter %q): %d %s, want 404 DEAD_LETTER_NOT_FOUND", bad, id, r.status, r.raw)
 				}

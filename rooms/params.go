@@ -7,7 +7,7 @@ import (
 
 // CreateParams is a create request as the client sent it; nil means absent.
 type CreateParams struct {
-	Name        string         `json:"name" validate:"min=1,max=64,nocontrol,shows"`
+	Name        string         `json:"name" validate:"min=1,max=64,name,shows"`
 	Mode        string         `json:"mode" validate:"slug"`
 	Region      string         `json:"region" validate:"slug"`
 	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
@@ -45,7 +45,7 @@ type NewRoom struct {
 // UpdateParams are the owner's changes to a room; nil means unchanged.
 // Attributes, when present, replaces the whole map.
 type UpdateParams struct {
-	Name       *string         `json:"name" validate:"omitnil,min=1,max=64,nocontrol,shows"`
+	Name       *string         `json:"name" validate:"omitnil,min=1,max=64,name,shows"`
 	Status     *Status         `json:"status" validate:"omitnil,oneof=waiting playing finished"`
 	Locked     *bool           `json:"locked"`
 	MaxPlayers *int            `json:"maxPlayers" validate:"omitnil,seats"`

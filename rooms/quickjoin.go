@@ -110,7 +110,7 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
 // mode and region (they come from the quick-join), visibility (public) and
 // state.
 type QuickCreate struct {
-	Name        string         `json:"name" validate:"min=1,max=64,nocontrol,shows"`
+	Name        string         `json:"name" validate:"min=1,max=64,name,shows"`
 	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
 	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
 	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`

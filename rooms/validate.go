@@ -46,6 +46,7 @@ var messages = map[string]string{
 	"min":       "is too short or too small",
 	"max":       "is too long or too large",
 	"nocontrol": "must not contain control characters",
+	"name":      "must not contain " + NameControlRule,
 	"shows":     ShowsRule,
 	"slug":      NameRule,
 	"oneof":     "must be one of: ",
@@ -63,6 +64,9 @@ func newValidator() *validator.Validate {
 		return strings.Split(f.Tag.Get("json"), ",")[0]
 	})
 	must(v.RegisterValidation("nocontrol", func(fl validator.FieldLevel) bool { return !hasControl(fl.Field().String()) }))
+	must(v.RegisterValidation("name", func(fl validator.FieldLevel) bool {
+		return !strings.ContainsFunc(fl.Field().String(), NameControl)
+	}))
 	must(v.RegisterValidation("shows", func(fl validator.FieldLevel) bool { return Shows(fl.Field().String()) }))
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool {
@@ -74,6 +78,21 @@ func newValidator() *validator.Validate {
 	v.RegisterAlias("seats", fmt.Sprintf("min=1,max=%d", MaxPlayersLimit))
 	v.RegisterAlias("recipients", fmt.Sprintf("min=1,max=%d", MaxRecipients))
 	return v
+}
+
+// NameControlRule names what NameControl refuses, as a field error states it.
+const NameControlRule = "control characters, bidirectional formatting characters " +
+	"(U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029)"
+
+// NameControl reports whether r may not appear in a name others see (a
+// room's, a player's display name): a control character (Cc: NUL, ESC,
+// ...), a bidirectional formatting one (Bidi_Control: the right-to-left
+// override U+202E and its kin), which would reorder what other players
+// see around the name (in a lobby's list, "Join \u202Eevil" reads
+// "Join live"), or a line or paragraph separator (U+2028, U+2029), which
+// would start a line of its own ("Alice\u2028[system] banned").
+func NameControl(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }
 
 // ShowsRule is Shows as a field error states it.

@@ -1881,7 +1881,7 @@ export interface components {
             };
             /** @description The room to create when nothing can be joined (public, caller as owner). */
             create?: {
-                /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422. */
+                /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. */
                 name: string;
                 /** @default 8 */
                 maxPlayers?: number;
@@ -2001,7 +2001,7 @@ export interface components {
             nextCursor: string | null;
         };
         CreateRoomRequest: {
-            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422. */
+            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. */
             name: string;
             mode: components["schemas"]["Mode"];
             region: components["schemas"]["Region"];
@@ -2013,7 +2013,7 @@ export interface components {
             statePolicy?: components["schemas"]["StatePolicy"];
         };
         UpdateRoomRequest: {
-            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422. */
+            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. */
             name?: string;
             status?: components["schemas"]["Status"];
             locked?: boolean;
