@@ -110,19 +110,30 @@ var problems = []problem{
 // retryAfters is the Retry-After of the answers that ask the client to
 // come back, by code: every 503 (the store did not answer, the instance is
 // overloaded, shutting down or not connected yet: 1 to 3 s, jittered so
-// that the refused clients do not come back all at once) and the stream
-// limits (streamRetryAfter). A Retry-After the handler set already wins:
-// the rate limits' says when their window frees a place; so does one an
-// error knows (a RetryAfter method: SESSION_EXISTS, the open session's
-// lease's time left). Event streams
-// refused for want of the store are no 503 but a 200 with a retry line
-// (Server.stream): EventSource gives up on any other status.
+// that the refused clients do not come back all at once), the stream
+// limits (streamRetryAfter) and a key whose request still runs (1 s). One
+// an error knows wins (a RetryAfter method: a rate limit's window, the
+// idempotency keys' budget, SESSION_EXISTS's open session's lease's time
+// left; retryIn). Event streams refused for want of the store are no 503
+// but a 200 with a retry line (Server.stream): EventSource gives up on any
+// other status.
 var retryAfters = map[oapi.ProblemCode]func() string{
-	"OVERLOADED":        jitteredRetryAfter,
-	"STORE_UNAVAILABLE": jitteredRetryAfter,
-	"STREAM_LIMIT":      func() string { return strconv.Itoa(streamRetryAfter) },
-	"TOO_MANY_STREAMS":  func() string { return strconv.Itoa(streamRetryAfter) },
+	"OVERLOADED":             jitteredRetryAfter,
+	"STORE_UNAVAILABLE":      jitteredRetryAfter,
+	"STREAM_LIMIT":           func() string { return strconv.Itoa(streamRetryAfter) },
+	"TOO_MANY_STREAMS":       func() string { return strconv.Itoa(streamRetryAfter) },
+	"IDEMPOTENCY_KEY_IN_USE": func() string { return "1" },
 }
+
+// retryIn is an error whose client may ask again after wait (its
+// Retry-After, rounded up to whole seconds by retryAfter).
+type retryIn struct {
+	error
+	wait time.Duration
+}
+
+func (e retryIn) Unwrap() error             { return e.error }
+func (e retryIn) RetryAfter() time.Duration { return e.wait }
 
 // jitteredRetryAfter is a Retry-After, in seconds, of 1 to 3.
 func jitteredRetryAfter() string { return strconv.Itoa(1 + rand.IntN(3)) }
@@ -155,11 +166,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, errContentCoding) {
 		w.Header().Set("Accept-Encoding", "identity")
 	}
-	var until interface{ RetryAfter() time.Duration } // what the error knows of the wait (players.SessionExistsError)
-	if errors.As(err, &until) && until.RetryAfter() > 0 && w.Header().Get("Retry-After") == "" {
+	var until interface{ RetryAfter() time.Duration } // what the error knows of the wait (retryIn, players.SessionExistsError)
+	if errors.As(err, &until) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(until.RetryAfter())))
-	}
-	if retry := retryAfters[p.code]; retry != nil && w.Header().Get("Retry-After") == "" {
+	} else if retry := retryAfters[p.code]; retry != nil {
 		w.Header().Set("Retry-After", retry())
 	}
 	body := oapi.Problem{Type: problemType(string(p.code)), Title: p.title, Status: p.status,

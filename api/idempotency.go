@@ -111,15 +111,13 @@ func (s *Server) keyed(w http.ResponseWriter, r *http.Request, key *string, h ht
 		}
 		return
 	case idempotency.InUse:
-		w.Header().Set("Retry-After", "1")
 		s.writeError(w, r, errKeyInUse)
 		return
 	case idempotency.Mismatch:
 		s.writeError(w, r, errKeyReused)
 		return
 	case idempotency.OverBudget:
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(c.RetryAfter)))
-		s.writeError(w, r, errKeysLimited)
+		s.writeError(w, r, retryIn{errKeysLimited, c.RetryAfter})
 		return
 	}
 	rec := &answerRecorder{header: http.Header{}}

@@ -277,9 +277,8 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, checks []limits.C
 	}
 	c := checks[refused]
 	secs := retryAfter(wait)
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	s.log.Debug("rate limited", "limit", c.Name, "scope", c.Scope, "retry_after", secs, "request_id", requestID(r.Context()))
-	s.writeError(w, r, fmt.Errorf("%s; retry in %d s: %w", refusal(c), secs, codeOf(c)))
+	s.writeError(w, r, retryIn{fmt.Errorf("%s; retry in %d s: %w", refusal(c), secs, codeOf(c)), wait})
 	return decisions, false
 }
 
