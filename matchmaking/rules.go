@@ -133,14 +133,15 @@ func Default() Rules {
 		DefaultRating: &r, TicketTTL: Duration(5 * time.Minute)}
 }
 
-// Limits of a rules file.
+// Limits of a rules file (README, "Matchmaking tickets"). A match's
+// players (MaxMatchPlayers) fit one room's seats (rooms.MaxPlayersLimit)
+// with room to spare; a ticket's party is at most one match's players.
 const (
-	MaxTeams         = 16
-	MaxMatchPlayers  = 64 // rooms.MaxPlayersLimit
-	MaxTicketTTL     = time.Hour
-	MaxAttributes    = 8
-	MinWindowEvery   = 100 * time.Millisecond
-	DefaultRatingVal = 1000.0
+	MaxTeams        = 16
+	MaxMatchPlayers = 64
+	MaxTicketTTL    = time.Hour
+	MaxAttributes   = 8
+	MinWindowEvery  = 100 * time.Millisecond
 )
 
 // RuleSet is the rules of every mode; Of gives a mode's.

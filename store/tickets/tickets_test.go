@@ -248,7 +248,7 @@ func TestServiceOfRulesBuiltInCode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tk.Rating != matchmaking.DefaultRatingVal || tk.Window != 100 || tk.ExpiresAt.Sub(tk.CreatedAt) != 5*time.Minute {
+			if tk.Rating != *matchmaking.Default().DefaultRating || tk.Window != 100 || tk.ExpiresAt.Sub(tk.CreatedAt) != 5*time.Minute {
 				t.Fatalf("created %+v, want the default rating, window and TTL", tk)
 			}
 			if r := e.svc.Rules().Of("trio"); r.MinPlayers != 3 || r.Size() != 3 || r.Teams != 1 {
