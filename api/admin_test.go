@@ -12,6 +12,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
@@ -23,12 +24,8 @@ const adminToken = "admin-token-of-at-least-32-characters-0123"
 // adminEnv is an API on backend b whose admin token is token ("" none).
 func adminEnv(t *testing.T, b redistest.Backend, token string) *env {
 	t.Helper()
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+	st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/matchmaking"
@@ -77,11 +77,7 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 	prefix := redistest.Prefix(t)
 	sc := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4, Metrics: m}
 	storeMut(&sc)
-	st, err := store.Open(context.Background(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, sc)
 	reg.MustRegister(metrics.NewShardStats(st.Listing().Stats, statsTTL, 0))
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -38,17 +38,12 @@ import (
 //
 //	go test ./api -run '^$' -bench HTTP -benchtime 3s
 func BenchmarkHTTP(b *testing.B) {
-	ctx := context.Background()
 	m := metrics.New(prometheus.NewRegistry(), "bench")
 	batch := &store.Batching{}
 	if os.Getenv("REALSYNC_BENCH_BATCH") == "off" {
 		batch = nil
 	}
-	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16, Metrics: m, Batch: batch})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(b, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16, Metrics: m, Batch: batch})
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	defer hub.Close()

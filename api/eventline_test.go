@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/lobby"
@@ -48,12 +48,8 @@ func newLineEnvWith(t *testing.T, b redistest.Backend, q store.Quotas, hangups *
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+	st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m, Quotas: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m,

@@ -21,6 +21,7 @@ import (
 	"github.com/realsync/realsync/internal/eventschema"
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
@@ -58,15 +59,10 @@ func playerEnvsHub(t *testing.T, b redistest.Backend, n int, mut func(*store.Con
 	for i := range n {
 		st := shared
 		if st == nil {
-			var err error
 			cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 				Prefix: prefix, Shards: 4, SessionPolicy: players.PolicyReplace, Quotas: store.Quotas{StreamsPerUser: 8}}
 			mut(&cfg)
-			st, err = store.Open(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st = storetest.Open(t, cfg)
 			if b.Name == "embedded" {
 				shared = st
 			}

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -31,13 +31,8 @@ import (
 //
 //	go test ./api -run '^$' -bench HTTPRateLimit -benchtime 3s
 func BenchmarkHTTPRateLimit(b *testing.B) {
-	ctx := context.Background()
 	prefix := redistest.Prefix(b)
-	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: prefix, Shards: 16})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(b, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: prefix, Shards: 16})
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := metrics.New(prometheus.NewRegistry(), "bench")
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})

@@ -15,6 +15,7 @@ import (
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -38,12 +39,8 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 	de := &deadEnv{down: true}
 	// the API's store writes the outbox (one store: the embedded backend
 	// is a store of its own per Open)
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+	st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 4, WebhookOutboxLen: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	de.q = webhooks.NewDeadLetters(st.Base(), webhooks.Config{})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
@@ -52,6 +49,7 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	de.env = &env{t: t, url: srv.URL, store: st}
+	var err error
 	de.d, err = webhooks.New(st.Base(), webhooks.Config{Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}},
 		Consumer: "test", MaxAttempts: 1, Send: func(_ context.Context, d webhooks.Delivery) error {
 			de.mu.Lock()

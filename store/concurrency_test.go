@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -30,11 +31,7 @@ func twoInstances(t *testing.T, b redistest.Backend, cfg ...store.Config) (*stor
 		c.Batch = testBatch()
 	}
 	open := func() *store.Store {
-		s, err := store.Open(context.Background(), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := storetest.Open(t, c)
 		return s
 	}
 	if b.Name == "embedded" { // one in-process store per instance: share it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/instances"
 )
@@ -25,12 +26,8 @@ func openRegistry(tb testing.TB, b redistest.Backend, prefix string) *store.Stor
 	if prefix == "" {
 		prefix = redistest.Prefix(tb)
 	}
-	s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+	s := storetest.Open(tb, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: prefix, Shards: 4, PresenceTTL: registryTTL})
-	if err != nil {
-		tb.Fatalf("open store on %s: %v", b.Name, err)
-	}
-	tb.Cleanup(func() { s.Close() })
 	return s
 }
 

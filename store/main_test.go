@@ -13,6 +13,7 @@ import (
 
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -82,11 +83,7 @@ func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) 
 	cfg.Batch = testBatch()
 	cfg.Stripes = testStripes(tb)
 	mut(&cfg)
-	s, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatalf("open store on %s: %v", b.Name, err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	s := storetest.Open(tb, cfg)
 	return s
 }
 

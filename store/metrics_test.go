@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -54,12 +55,8 @@ func (r *recorder) take() (scripts, errors map[string]int, zero int) {
 
 func openObserved(t *testing.T, b redistest.Backend, m store.Metrics) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+	s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 8, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	return s
 }
 

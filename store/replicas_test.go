@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -119,11 +120,7 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newBatchRecorder()
-	s, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn, Batch: testBatch(), Metrics: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storetest.Open(t, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn, Batch: testBatch(), Metrics: rec})
 	var masters, replicas []*redistest.Server
 	for m, rs := range held {
 		masters = append(masters, m)

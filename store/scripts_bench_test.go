@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -21,12 +22,8 @@ import (
 //	go test ./store -run '^$' -bench Scripts -benchtime 3s
 func BenchmarkScripts(b *testing.B) {
 	ctx := context.Background()
-	s, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16,
+	s := storetest.Open(b, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16,
 		PresenceTTL: time.Minute, DisconnectGrace: time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	var seq atomic.Int64
 	uniq := func() string { return strconv.FormatInt(seq.Add(1), 36) }
 	// big rooms to join and patch without filling up

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/internal/redisx"
@@ -183,11 +184,7 @@ func churnThroughLostReplies(t *testing.T, proxies []*redistest.Proxy, at func(c
 	open := func(i int) *store.Store {
 		c := cfg
 		at(&c, i)
-		s, err := store.Open(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := storetest.Open(t, c)
 		return s
 	}
 	s1, s2 := open(0), open(1)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -145,12 +146,8 @@ func TestJanitorRemovesPlayersOfDeadInstances(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			s, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+			s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 				Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: time.Second, DisconnectGrace: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
 			j, _ := s.Create(ctx, alice, newRoom())
 			id := j.Room.ID
 			s.Join(ctx, bob, id)
@@ -198,12 +195,8 @@ func TestDeadInstanceRoomsDisconnectedInOneVisit(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			ttl := 500 * time.Millisecond
-			s, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+			s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 				Prefix: redistest.Prefix(t), Shards: 1, PresenceTTL: ttl, DisconnectGrace: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
 			const n = 250
 			for i := range n {
 				u := rooms.User{ID: fmt.Sprintf("u%d", i), Name: "p"}

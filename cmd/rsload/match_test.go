@@ -15,6 +15,7 @@ import (
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
@@ -106,11 +107,7 @@ func TestMatchRunGivesThePartysConsent(t *testing.T) {
 }
 
 func testMatchRunGivesThePartysConsent(t *testing.T, consent, before string) {
-	st, err := store.Open(context.Background(), store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(t, store.Config{})
 	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Consent: players.FollowConsent{Store: st.Sessions()}}
 	if consent == "party" {
 		mc.Consent = players.NewParties(st.Sessions())

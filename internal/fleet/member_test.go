@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/store"
 )
@@ -27,12 +28,8 @@ func TestMemberLifecycle(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			prefix := redistest.Prefix(t)
-			s, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+			s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 				Prefix: prefix, Shards: 2, PresenceTTL: ttl})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
 
 			var streams atomic.Int64
 			streams.Store(3)

@@ -17,6 +17,7 @@ import (
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/promtest"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -79,11 +80,7 @@ func TestShardStats(t *testing.T) {
 	}
 	t.Cleanup(srv.Stop)
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: redistest.Prefix(t), Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: redistest.Prefix(t), Shards: 4})
 	owner := rooms.User{ID: "u-owner", Name: "owner"}
 	for range 2 {
 		if _, err := st.Create(ctx, owner, rooms.NewRoom{Name: "r", Mode: "m", Region: "r", MaxPlayers: 4, Visibility: rooms.Public,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/webhooks"
 )
@@ -23,12 +24,8 @@ import (
 // before the reload.
 func TestWebhookSeriesFollowTheFile(t *testing.T) {
 	b := redistest.Backends(t)[0]
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+	st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
 		Prefix: redistest.Prefix(t), Shards: 2, WebhookOutboxLen: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "v1")
 	d, err := webhooks.New(st.Base(), webhooks.Config{Consumer: "i1", Metrics: m,

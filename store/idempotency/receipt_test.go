@@ -10,6 +10,7 @@ import (
 
 	contract "github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/idempotency"
 )
@@ -31,11 +32,7 @@ func TestReceiptChecks(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
 			is, c := idempotency.New(st.Base()), st.Client()
 			for i, tc := range []struct {
 				name    string

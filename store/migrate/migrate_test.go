@@ -16,6 +16,7 @@ import (
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/schema1"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -194,11 +195,7 @@ func config(t *testing.T, b redistest.Backend) store.Config {
 // test ends.
 func open(t *testing.T, cfg store.Config) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("open %s: %v", cfg.Prefix, err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storetest.Open(t, cfg)
 	return s
 }
 

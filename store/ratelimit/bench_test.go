@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"github.com/realsync/realsync/internal/redisinfo"
+	"github.com/realsync/realsync/internal/storetest"
 
 	"context"
 	"strconv"
@@ -36,11 +37,7 @@ func BenchmarkRateLimit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(srv.Stop)
-	st, err := store.Open(context.Background(), store.Config{RedisURL: "redis://" + srv.Addr, Prefix: "bench", Shards: shards})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	st := storetest.Open(b, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: "bench", Shards: shards})
 	tag := st.RoomTag
 	plain := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag})
 	leased := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag, LeaseTTL: time.Second})

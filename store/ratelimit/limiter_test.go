@@ -13,6 +13,7 @@ import (
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/ratelimit"
 )
@@ -38,11 +39,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, rb := range redistest.Backends(t) {
 		t.Run(rb.Name, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
-			st, err := store.Open(context.Background(), store.Config{RedisURL: rb.URL, ClusterAddrs: rb.ClusterAddrs, Prefix: prefix, Shards: shards})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := storetest.Open(t, store.Config{RedisURL: rb.URL, ClusterAddrs: rb.ClusterAddrs, Prefix: prefix, Shards: shards})
 			lim := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
 				RoomTag: st.RoomTag})
 			f(t, backend{lim, st.Client(), prefix, st})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/streamtokens"
 )
@@ -31,11 +32,7 @@ func BenchmarkOpening(b *testing.B) {
 	}
 	defer srv.Stop()
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: "bench", Shards: 16, Batch: &store.Batching{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(b, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: "bench", Shards: 16, Batch: &store.Batching{}})
 	u := streamtokens.New(st.Base())
 	if _, err := u.Use(ctx, "warm", "warm", "w", time.Minute); err != nil { // the script loaded
 		b.Fatal(err)

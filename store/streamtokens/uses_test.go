@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/streamtokens"
 )
@@ -27,11 +28,7 @@ func TestUses(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			prefix := redistest.Prefix(t)
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4})
 			u := streamtokens.New(st.Base())
 			const keep = 30 * time.Second
 			steps := []struct {
@@ -48,6 +45,7 @@ func TestUses(t *testing.T) {
 			}
 			for _, s := range steps {
 				var got bool
+				var err error
 				if s.op == "use" {
 					got, err = u.Use(ctx, "alice", "t1", s.opening, keep)
 				} else {
@@ -84,11 +82,7 @@ func TestUsesAtOnce(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
 			u := streamtokens.New(st.Base())
 			for round := range 2 {
 				if round == 1 && b.Name != "embedded" {

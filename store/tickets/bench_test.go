@@ -11,6 +11,7 @@ import (
 	"github.com/realsync/realsync/internal/race"
 	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
@@ -127,12 +128,8 @@ func BenchmarkPass(b *testing.B) {
 			b.Cleanup(srv.Stop)
 			ctx := context.Background()
 			// a pass of a worst case may take seconds: wait for it
-			s, err := store.Open(ctx, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: redistest.Prefix(b), Shards: 8,
+			s := storetest.Open(b, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: redistest.Prefix(b), Shards: 8,
 				ReadTimeout: time.Minute})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
 			e := env{rooms: s, tickets: tickets.New(s.Base(), s.UserLogs(), s.Renewals())}
 			rng := rand.New(rand.NewPCG(1, 2))
 			var usec, matched, cut int64

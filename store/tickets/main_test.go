@@ -1,12 +1,12 @@
 package tickets_test
 
 import (
-	"context"
 	"embed"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
@@ -46,11 +46,7 @@ const shards = 8
 func openStore(tb testing.TB, b redistest.Backend, sc store.Config, rs matchmaking.RuleSet, mut ...func(*matchmaking.Config)) env {
 	tb.Helper()
 	sc.RedisURL, sc.ClusterAddrs, sc.Prefix, sc.Shards = b.URL, b.ClusterAddrs, redistest.Prefix(tb), shards
-	s, err := store.Open(context.Background(), sc)
-	if err != nil {
-		tb.Fatalf("open store on %s: %v", b.Name, err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	s := storetest.Open(tb, sc)
 	ts := tickets.New(s.Base(), s.UserLogs(), s.Renewals())
 	cfg := matchmaking.Config{Queue: ts, Rules: rs, Grace: time.Minute}
 	for _, m := range mut {

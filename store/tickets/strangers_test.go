@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -29,12 +30,8 @@ func TestPartyMatchFoundCountsAmongStrangers(t *testing.T) {
 	share := userlog.StrangersShare(userlog.MinMaxLen)
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
-		s, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: shards,
+		s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: shards,
 			Offline: userlog.Config{MaxLen: userlog.MinMaxLen}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
 		ts := tickets.New(s.Base(), s.UserLogs(), s.Renewals()).WithFollowing(s.Sessions().FollowingKey)
 		svc, err := matchmaking.NewService(matchmaking.Config{Queue: ts, Rules: mustRules(t, "modes:\n  duo:\n    teams: 1\n    teamSize: 2\n"),
 			Grace: time.Minute, Inboxes: s.Sessions()})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -33,12 +34,8 @@ func BenchmarkSend(b *testing.B) {
 	}
 	defer srv.Stop()
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: "bench", Shards: 16, Batch: &store.Batching{},
+	st := storetest.Open(b, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: "bench", Shards: 16, Batch: &store.Batching{},
 		Offline: userlog.Config{MaxLen: userlog.MinMaxLen}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
 	const users = 1000
 	for i := range users {
 		if err := st.Sessions().SetFollowing(ctx, fmt.Sprint("u", i), []string{"friend"}); err != nil {

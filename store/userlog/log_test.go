@@ -16,6 +16,7 @@ import (
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -34,12 +35,8 @@ func TestDroppedCountedWhenTheRunFails(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			var dropped atomic.Int64
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+			st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
 				Offline: userlog.Config{MaxLen: capped, Dropped: func(n int) { dropped.Add(int64(n)) }}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			for range capped {
 				if _, err := l.Send(ctx, uid, []byte(`{"type":"message"}`)); err != nil {
@@ -47,7 +44,7 @@ func TestDroppedCountedWhenTheRunFails(t *testing.T) {
 				}
 			}
 			short := errors.New("short of replicas")
-			_, err = l.SendEventOnceBy(ctx, uid, players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
+			_, err := l.SendEventOnceBy(ctx, uid, players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
 				Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage("0")}}, userlog.Once{},
 				func(ctx context.Context, call redisx.Call) (any, error) {
 					reply, err := st.Base().Runner.Run(ctx, call).Result()
@@ -73,12 +70,8 @@ func TestLogCapAndAcks(t *testing.T) {
 			ctx := context.Background()
 			var dropped atomic.Int64
 			prefix := redistest.Prefix(t)
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4,
+			st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4,
 				Offline: userlog.Config{MaxLen: capped, Dropped: func(n int) { dropped.Add(int64(n)) }}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			k := l.KeysOf(uid)
 			n := capped + 50
@@ -222,12 +215,8 @@ func TestLogCapAndAcks(t *testing.T) {
 func TestEventsExpireByTheirAge(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+	st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
 		Offline: userlog.Config{TTL: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	l, uid := st.UserLogs(), "u-age"
 	now := time.Now().UTC()
 	for _, ts := range []time.Time{now.Add(-2 * time.Hour), now.Add(-61 * time.Minute), now.Add(-59 * time.Minute), now} {
@@ -351,11 +340,7 @@ func TestResumeAfterManyWrittenUnread(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			const unread = 300
 			var read sse.Cursor // the client read the first
@@ -716,11 +701,7 @@ func TestReplayPagesStopAtARewrittenHistory(t *testing.T) {
 func openLogStore(t *testing.T, cfg store.Config) *store.Store {
 	t.Helper()
 	cfg.Prefix, cfg.Shards = redistest.Prefix(t), 4
-	st, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, cfg)
 	return st
 }
 
@@ -734,11 +715,7 @@ func TestLogLongerThanTheCapReplaysTheCap(t *testing.T) {
 	ctx := context.Background()
 	url, prefix := redistest.StandaloneURL(t), redistest.Prefix(t)
 	open := func(maxLen int) *store.Store { // two instances of one deployment
-		st, err := store.Open(ctx, store.Config{RedisURL: url, Prefix: prefix, Shards: 4, Offline: userlog.Config{MaxLen: maxLen}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := storetest.Open(t, store.Config{RedisURL: url, Prefix: prefix, Shards: 4, Offline: userlog.Config{MaxLen: maxLen}})
 		return st
 	}
 	big, small := open(400), open(200)

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/storetest"
 	"github.com/realsync/realsync/internal/webhook/deadletter"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -87,11 +88,7 @@ func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) 
 	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8,
 		Batch: &store.Batching{}}
 	mut(&cfg)
-	s, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatalf("open store on %s: %v", b.Name, err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	s := storetest.Open(tb, cfg)
 	return s
 }
 
