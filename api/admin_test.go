@@ -95,42 +95,40 @@ func TestAdminAuth(t *testing.T) {
 // The admin token lists the live instances as registered, oldest start
 // first, on every backend.
 func TestListInstances(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := adminEnv(t, b, adminToken)
-			r := e.do("GET", "/v1/admin/instances", adminToken, nil)
-			want(t, r, 200, "")
-			if got := r.body["instances"].([]any); len(got) != 0 {
-				t.Fatalf("instances before any registered: %v", got)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := adminEnv(t, b, adminToken)
+		r := e.do("GET", "/v1/admin/instances", adminToken, nil)
+		want(t, r, 200, "")
+		if got := r.body["instances"].([]any); len(got) != 0 {
+			t.Fatalf("instances before any registered: %v", got)
+		}
+		started := time.Date(2026, 11, 1, 12, 0, 0, 123_000_000, time.UTC)
+		for i, id := range []string{"second", "first"} {
+			in := fleet.Instance{ID: id, Addr: id + ":8080", Version: "v9", Streams: 10 + i,
+				StartedAt: started.Add(time.Duration(1-i) * time.Minute)}
+			if _, err := e.store.Fleet().HeartbeatInstance(context.Background(), in); err != nil {
+				t.Fatal(err)
 			}
-			started := time.Date(2026, 11, 1, 12, 0, 0, 123_000_000, time.UTC)
-			for i, id := range []string{"second", "first"} {
-				in := fleet.Instance{ID: id, Addr: id + ":8080", Version: "v9", Streams: 10 + i,
-					StartedAt: started.Add(time.Duration(1-i) * time.Minute)}
-				if _, err := e.store.Fleet().HeartbeatInstance(context.Background(), in); err != nil {
-					t.Fatal(err)
-				}
-			}
-			r = e.do("GET", "/v1/admin/instances", adminToken, nil)
-			want(t, r, 200, "")
-			got := r.body["instances"].([]any)
-			if len(got) != 2 {
-				t.Fatalf("instances: %s", r.raw)
-			}
-			first := got[0].(map[string]any)
-			if first["id"] != "first" || first["addr"] != "first:8080" || first["version"] != "v9" ||
-				first["streams"] != 11.0 || first["startedAt"] != "2026-11-01T12:00:00.123Z" {
-				t.Fatalf("first instance: %v", first)
-			}
-			hb, err := time.Parse(time.RFC3339, first["heartbeatAt"].(string))
-			if err != nil || time.Since(hb) > 5*time.Second || time.Since(hb) < -5*time.Second {
-				t.Fatalf("heartbeatAt %v (%v)", first["heartbeatAt"], err)
-			}
-			if got[1].(map[string]any)["id"] != "second" {
-				t.Fatalf("order: %s", r.raw)
-			}
-		})
-	}
+		}
+		r = e.do("GET", "/v1/admin/instances", adminToken, nil)
+		want(t, r, 200, "")
+		got := r.body["instances"].([]any)
+		if len(got) != 2 {
+			t.Fatalf("instances: %s", r.raw)
+		}
+		first := got[0].(map[string]any)
+		if first["id"] != "first" || first["addr"] != "first:8080" || first["version"] != "v9" ||
+			first["streams"] != 11.0 || first["startedAt"] != "2026-11-01T12:00:00.123Z" {
+			t.Fatalf("first instance: %v", first)
+		}
+		hb, err := time.Parse(time.RFC3339, first["heartbeatAt"].(string))
+		if err != nil || time.Since(hb) > 5*time.Second || time.Since(hb) < -5*time.Second {
+			t.Fatalf("heartbeatAt %v (%v)", first["heartbeatAt"], err)
+		}
+		if got[1].(map[string]any)["id"] != "second" {
+			t.Fatalf("order: %s", r.raw)
+		}
+	})
 }
 
 // With Redis gone the listing is 503 STORE_UNAVAILABLE, after the admin

@@ -259,23 +259,21 @@ func fmtNum(v any) string {
 // streams: a dedicated server may watch any number of rooms and the lobby,
 // while a player stays held to REALSYNC_MAX_STREAMS_PER_USER.
 func TestServerStreamsHoldNoPlace(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := newKeyEnv(t, b, store.Quotas{StreamsPerUser: 1})
-			alice, _ := e.guest("alice")
-			id := e.create(alice, map[string]any{"name": "Den", "mode": "battle", "region": "eu"})["id"].(string)
-			for range 3 {
-				e.open("/v1/rooms/"+id+"/events", "X-API-Key", e.read).next()
-				e.open("/v1/lobby/events", "X-API-Key", e.read).next()
-			}
-			e.open("/v1/rooms/"+id+"/events", "Authorization", "Bearer "+alice).next()
-			r := e.do("GET", "/v1/lobby/events", alice, nil)
-			want(t, r, 429, "STREAM_LIMIT")
-			if got := r.header.Get("Retry-After"); got != "5" {
-				t.Errorf("STREAM_LIMIT Retry-After %q, want 5", got)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := newKeyEnv(t, b, store.Quotas{StreamsPerUser: 1})
+		alice, _ := e.guest("alice")
+		id := e.create(alice, map[string]any{"name": "Den", "mode": "battle", "region": "eu"})["id"].(string)
+		for range 3 {
+			e.open("/v1/rooms/"+id+"/events", "X-API-Key", e.read).next()
+			e.open("/v1/lobby/events", "X-API-Key", e.read).next()
+		}
+		e.open("/v1/rooms/"+id+"/events", "Authorization", "Bearer "+alice).next()
+		r := e.do("GET", "/v1/lobby/events", alice, nil)
+		want(t, r, 429, "STREAM_LIMIT")
+		if got := r.header.Get("Retry-After"); got != "5" {
+			t.Errorf("STREAM_LIMIT Retry-After %q, want 5", got)
+		}
+	})
 }
 
 // Two Authorization (or X-API-Key) headers are refused, whichever comes

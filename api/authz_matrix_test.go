@@ -887,28 +887,26 @@ func TestAuthzOddPaths(t *testing.T) {
 		{"/v1/rooms/ROOM/events/..%2Fstate", "U", "404:NOT_FOUND", "404:NOT_FOUND", "U"},
 		{"/v1/rooms/ROOM/state%3Fx=/events", "U", "404:NOT_FOUND", "404:NOT_FOUND", "U"},
 	}
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			m := newMatrixEnv(t, b)
-			f := m.fixture(t, true)
-			host := strings.TrimPrefix(m.url, "http://")
-			for _, tc := range tests {
-				path := strings.ReplaceAll(tc.path, "ROOM", f.room)
-				for _, c := range []struct{ who, token, cell string }{
-					{"anon", "", tc.anon}, {"owner", f.owner, tc.owner}, {"guest", f.guest, tc.guest}, {"admin", matrixAdminToken, tc.admin},
-				} {
-					want, err := parseCell(c.cell)
-					if err != nil {
-						t.Fatalf("%s as %s: %v", tc.path, c.who, err)
-					}
-					status, code := rawGet(t, host, path, c.token)
-					if status != want.status || code != want.code {
-						t.Errorf("GET %s as %s: got %d %s, want %s", tc.path, c.who, status, code, want)
-					}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		m := newMatrixEnv(t, b)
+		f := m.fixture(t, true)
+		host := strings.TrimPrefix(m.url, "http://")
+		for _, tc := range tests {
+			path := strings.ReplaceAll(tc.path, "ROOM", f.room)
+			for _, c := range []struct{ who, token, cell string }{
+				{"anon", "", tc.anon}, {"owner", f.owner, tc.owner}, {"guest", f.guest, tc.guest}, {"admin", matrixAdminToken, tc.admin},
+			} {
+				want, err := parseCell(c.cell)
+				if err != nil {
+					t.Fatalf("%s as %s: %v", tc.path, c.who, err)
+				}
+				status, code := rawGet(t, host, path, c.token)
+				if status != want.status || code != want.code {
+					t.Errorf("GET %s as %s: got %d %s, want %s", tc.path, c.who, status, code, want)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // rawGet sends GET path exactly as written, with token as a bearer token

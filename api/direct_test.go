@@ -66,72 +66,70 @@ func texts(evs []sseFrame) []string {
 // to a private room carries the code the invitee joins with. Two
 // instances: sent through one, delivered through the other.
 func TestDirectMessagesOfflineDelivery(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			es := playerEnvs(t, b, players.PolicyReplace, 2)
-			a, bb := es[0], es[1]
-			alice, aliceID := a.guest("alice")
-			bob, bobID := a.guest("bob")
-			for i := 1; i <= 3; i++ {
-				r := a.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": fmt.Sprint("m", i)}})
-				want(t, r, 202, "")
-				if _, err := time.Parse(time.RFC3339Nano, r.body["ts"].(string)); err != nil {
-					t.Fatalf("ts %v", r.body)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		es := playerEnvs(t, b, players.PolicyReplace, 2)
+		a, bb := es[0], es[1]
+		alice, aliceID := a.guest("alice")
+		bob, bobID := a.guest("bob")
+		for i := 1; i <= 3; i++ {
+			r := a.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": fmt.Sprint("m", i)}})
+			want(t, r, 202, "")
+			if _, err := time.Parse(time.RFC3339Nano, r.body["ts"].(string)); err != nil {
+				t.Fatalf("ts %v", r.body)
 			}
-			room := a.create(alice, map[string]any{"name": "den", "mode": "m", "region": "eu", "visibility": "private"})
-			want(t, a.do("POST", "/v1/rooms/"+room["id"].(string)+"/invites", alice, map[string]any{"userId": bobID}), 202, "")
+		}
+		room := a.create(alice, map[string]any{"name": "den", "mode": "m", "region": "eu", "visibility": "private"})
+		want(t, a.do("POST", "/v1/rooms/"+room["id"].(string)+"/invites", alice, map[string]any{"userId": bobID}), 202, "")
 
-			pc := bb.me(bob, "pc")
-			_, evs := opening(t, pc)
-			if got := strings.Join(texts(evs), ","); got != "m1,m2,m3,invite" {
-				t.Fatalf("pc's inbox: %s", got)
-			}
-			m := evs[0].data
-			if from := m["from"].(map[string]any); from["userId"] != aliceID || from["name"] != "alice" || m["message"].(map[string]any)["type"] != "chat" {
-				t.Errorf("message %v", m)
-			}
-			inv := evs[3].data
-			if inv["roomId"] != room["id"] || inv["name"] != "den" || inv["mode"] != "m" || inv["region"] != "eu" || inv["inviteCode"] == nil {
-				t.Fatalf("invite %v", inv)
-			}
-			r := bb.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": inv["inviteCode"]})
-			want(t, r, 200, "")
+		pc := bb.me(bob, "pc")
+		_, evs := opening(t, pc)
+		if got := strings.Join(texts(evs), ","); got != "m1,m2,m3,invite" {
+			t.Fatalf("pc's inbox: %s", got)
+		}
+		m := evs[0].data
+		if from := m["from"].(map[string]any); from["userId"] != aliceID || from["name"] != "alice" || m["message"].(map[string]any)["type"] != "chat" {
+			t.Errorf("message %v", m)
+		}
+		inv := evs[3].data
+		if inv["roomId"] != room["id"] || inv["name"] != "den" || inv["mode"] != "m" || inv["region"] != "eu" || inv["inviteCode"] == nil {
+			t.Fatalf("invite %v", inv)
+		}
+		r := bb.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": inv["inviteCode"]})
+		want(t, r, 200, "")
 
-			// A platform never used gets what the log holds.
-			mobile := a.me(bob, "mobile")
-			if _, evs := opening(t, mobile); strings.Join(texts(evs), ",") != "m1,m2,m3,invite" {
-				t.Fatalf("mobile's inbox: %s", texts(evs))
-			}
-			pc.close()
-			a.sessionGone(bob, bobID, "pc")
-			want(t, a.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": "m4"}}), 202, "")
-			if f := mobile.next(); f.event != "message" || texts([]sseFrame{f})[0] != "m4" {
-				t.Fatalf("live on mobile: %+v", f)
-			}
-			// pc was delivered m1..invite: only m4 waits for it.
-			pc = a.me(bob, "pc")
-			snap, evs := opening(t, pc)
-			if strings.Join(texts(evs), ",") != "m4" {
-				t.Fatalf("pc's inbox after m4: %s", texts(evs))
-			}
-			pc.close()
-			a.sessionGone(bob, bobID, "pc")
-			pc = bb.me(bob, "pc")
-			if _, evs := opening(t, pc); len(evs) != 0 {
-				t.Fatalf("delivered again: %s", texts(evs))
-			}
-			pc.close()
-			// A resume replays after its id, whatever was delivered.
-			res := bb.me(bob, "pc", "Last-Event-ID", snap.id)
-			if f := res.next(); f.event != "message" || texts([]sseFrame{f})[0] != "m4" {
-				t.Fatalf("resume: %+v", f)
-			}
-			if f := res.next(); f.event != "resumed" {
-				t.Fatalf("after the replay: %+v", f)
-			}
-		})
-	}
+		// A platform never used gets what the log holds.
+		mobile := a.me(bob, "mobile")
+		if _, evs := opening(t, mobile); strings.Join(texts(evs), ",") != "m1,m2,m3,invite" {
+			t.Fatalf("mobile's inbox: %s", texts(evs))
+		}
+		pc.close()
+		a.sessionGone(bob, bobID, "pc")
+		want(t, a.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": "m4"}}), 202, "")
+		if f := mobile.next(); f.event != "message" || texts([]sseFrame{f})[0] != "m4" {
+			t.Fatalf("live on mobile: %+v", f)
+		}
+		// pc was delivered m1..invite: only m4 waits for it.
+		pc = a.me(bob, "pc")
+		snap, evs := opening(t, pc)
+		if strings.Join(texts(evs), ",") != "m4" {
+			t.Fatalf("pc's inbox after m4: %s", texts(evs))
+		}
+		pc.close()
+		a.sessionGone(bob, bobID, "pc")
+		pc = bb.me(bob, "pc")
+		if _, evs := opening(t, pc); len(evs) != 0 {
+			t.Fatalf("delivered again: %s", texts(evs))
+		}
+		pc.close()
+		// A resume replays after its id, whatever was delivered.
+		res := bb.me(bob, "pc", "Last-Event-ID", snap.id)
+		if f := res.next(); f.event != "message" || texts([]sseFrame{f})[0] != "m4" {
+			t.Fatalf("resume: %+v", f)
+		}
+		if f := res.next(); f.event != "resumed" {
+			t.Fatalf("after the replay: %+v", f)
+		}
+	})
 }
 
 // A snapshot's pending counts the events that follow it: not the
@@ -230,38 +228,36 @@ func TestDirectBadInput(t *testing.T) {
 // A kicked or banned player, and the members of a room its owner deletes,
 // hear it on their personal streams, also when offline.
 func TestRoomNoticesOnPersonalStream(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			carol, _ := e.guest("carol")
-			room := func() string {
-				id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "eu"})["id"].(string)
-				want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
-				return id
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		carol, _ := e.guest("carol")
+		room := func() string {
+			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "eu"})["id"].(string)
+			want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
+			return id
+		}
+		live := e.me(bob, "web")
+		opening(t, live)
+		r1, r2, r3 := room(), room(), room()
+		want(t, e.do("POST", "/v1/rooms/"+r3+"/join", carol, nil), 200, "")
+		want(t, e.do("DELETE", "/v1/rooms/"+r1+"/players/2", alice, nil), 204, "")
+		want(t, e.do("DELETE", "/v1/rooms/"+r2+"/players/2?ban=true", alice, nil), 204, "")
+		want(t, e.do("DELETE", "/v1/rooms/"+r3, alice, nil), 204, "")
+		for _, w := range []struct{ event, room string }{{"kicked", r1}, {"banned", r2}, {"room_closed", r3}} {
+			f := live.next()
+			checkUserEvent(t, f)
+			if f.event != w.event || f.data["roomId"] != w.room {
+				t.Fatalf("want %s of %s, got %+v", w.event, w.room, f)
 			}
-			live := e.me(bob, "web")
-			opening(t, live)
-			r1, r2, r3 := room(), room(), room()
-			want(t, e.do("POST", "/v1/rooms/"+r3+"/join", carol, nil), 200, "")
-			want(t, e.do("DELETE", "/v1/rooms/"+r1+"/players/2", alice, nil), 204, "")
-			want(t, e.do("DELETE", "/v1/rooms/"+r2+"/players/2?ban=true", alice, nil), 204, "")
-			want(t, e.do("DELETE", "/v1/rooms/"+r3, alice, nil), 204, "")
-			for _, w := range []struct{ event, room string }{{"kicked", r1}, {"banned", r2}, {"room_closed", r3}} {
-				f := live.next()
-				checkUserEvent(t, f)
-				if f.event != w.event || f.data["roomId"] != w.room {
-					t.Fatalf("want %s of %s, got %+v", w.event, w.room, f)
-				}
-			}
-			// carol had no session: it waits for her
-			_, evs := opening(t, e.me(carol, "pc"))
-			if len(evs) != 1 || evs[0].event != "room_closed" || evs[0].data["reason"] != "closed" {
-				t.Fatalf("carol's inbox: %+v", evs)
-			}
-		})
-	}
+		}
+		// carol had no session: it waits for her
+		_, evs := opening(t, e.me(carol, "pc"))
+		if len(evs) != 1 || evs[0].event != "room_closed" || evs[0].data["reason"] != "closed" {
+			t.Fatalf("carol's inbox: %+v", evs)
+		}
+	})
 }
 
 // Every key of the personal logs expires: sent to, delivered, or not.

@@ -113,43 +113,41 @@ func (e *env) openRaw(path string, hdr ...string) (s *rawStream, status int) {
 // headers, the snapshot, live events written by the hub, heartbeats, and
 // a clean end of the body (the terminating chunk) when the player leaves.
 func TestTakenOverStreamSpeaksChunkedSSE(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e, _ := newLineEnv(t, b, store.Quotas{})
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
-			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e, _ := newLineEnv(t, b, store.Quotas{})
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+		e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
 
-			s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id))
-			if s.res.ProtoMajor != 1 || len(s.res.TransferEncoding) != 1 || s.res.TransferEncoding[0] != "chunked" || !s.res.Close {
-				t.Fatalf("%s, transfer encoding %v, close %v", s.res.Proto, s.res.TransferEncoding, s.res.Close)
+		s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id))
+		if s.res.ProtoMajor != 1 || len(s.res.TransferEncoding) != 1 || s.res.TransferEncoding[0] != "chunked" || !s.res.Close {
+			t.Fatalf("%s, transfer encoding %v, close %v", s.res.Proto, s.res.TransferEncoding, s.res.Close)
+		}
+		if f := s.next(); f.event != "snapshot" {
+			t.Fatalf("first event %+v", f)
+		}
+		for i := range 3 {
+			e.do("PATCH", "/v1/rooms/"+id+"/state", alice, map[string]any{"n": i})
+			if f := s.next(); f.event != "state" || f.data["set"].(map[string]any)["n"] != float64(i) {
+				t.Fatalf("event %d: %+v", i, f)
 			}
-			if f := s.next(); f.event != "snapshot" {
-				t.Fatalf("first event %+v", f)
+		}
+		// Quiet: heartbeats keep coming from the hub's sweep.
+		for range 2 {
+			if line, err := s.rd.ReadString('\n'); err != nil || line != ": ping\n" {
+				t.Fatalf("want a heartbeat, got %q, %v", line, err)
 			}
-			for i := range 3 {
-				e.do("PATCH", "/v1/rooms/"+id+"/state", alice, map[string]any{"n": i})
-				if f := s.next(); f.event != "state" || f.data["set"].(map[string]any)["n"] != float64(i) {
-					t.Fatalf("event %d: %+v", i, f)
-				}
-			}
-			// Quiet: heartbeats keep coming from the hub's sweep.
-			for range 2 {
-				if line, err := s.rd.ReadString('\n'); err != nil || line != ": ping\n" {
-					t.Fatalf("want a heartbeat, got %q, %v", line, err)
-				}
-				s.rd.ReadString('\n')
-			}
-			want(t, e.do("POST", "/v1/rooms/"+id+"/leave", bob, nil), 204, "")
-			if f := s.next(); f.event != "player_left" {
-				t.Fatalf("want player_left, got %+v", f)
-			}
-			if rest, err := io.ReadAll(s.rd); err != nil || len(rest) != 0 {
-				t.Fatalf("the body must end cleanly after player_left: %q, %v", rest, err)
-			}
-		})
-	}
+			s.rd.ReadString('\n')
+		}
+		want(t, e.do("POST", "/v1/rooms/"+id+"/leave", bob, nil), 204, "")
+		if f := s.next(); f.event != "player_left" {
+			t.Fatalf("want player_left, got %+v", f)
+		}
+		if rest, err := io.ReadAll(s.rd); err != nil || len(rest) != 0 {
+			t.Fatalf("the body must end cleanly after player_left: %q, %v", rest, err)
+		}
+	})
 }
 
 // A client that closes its connection without a word is noticed within
@@ -294,59 +292,57 @@ func TestIdleTakenOverStreamsHoldNoGoroutine(t *testing.T) {
 // event once, in version order, with consecutive ids, in a well-formed
 // chunked body.
 func TestTakenOverStreamSlowReaderGetsEveryEventInOrder(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e, _ := newLineEnv(t, b, store.Quotas{})
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
-			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e, _ := newLineEnv(t, b, store.Quotas{})
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+		e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
 
-			conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
-			if err != nil {
-				t.Fatal(err)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.(*net.TCPConn).SetReadBuffer(16384)
+		// a bound on the whole exchange: the embedded store took over
+		// 30 s for 84 of the patches on a loaded CI (2026-12-05)
+		conn.SetDeadline(time.Now().Add(2 * time.Minute))
+		path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n", path)
+		rd := bufio.NewReader(conn)
+		res, err := http.ReadResponse(rd, nil)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%v %v", res, err)
+		}
+		const patches = 100
+		// The client starts reading once the patches are written, or
+		// after 3 s of them (a loaded machine): before the stream's
+		// write timeout (10 s) ends a client that reads nothing.
+		written := make(chan struct{})
+		read := make(chan error, 1)
+		go func() {
+			select {
+			case <-written:
+			case <-time.After(3 * time.Second):
 			}
-			t.Cleanup(func() { conn.Close() })
-			conn.(*net.TCPConn).SetReadBuffer(16384)
-			// a bound on the whole exchange: the embedded store took over
-			// 30 s for 84 of the patches on a loaded CI (2026-12-05)
-			conn.SetDeadline(time.Now().Add(2 * time.Minute))
-			path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
-			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n", path)
-			rd := bufio.NewReader(conn)
-			res, err := http.ReadResponse(rd, nil)
-			if err != nil || res.StatusCode != 200 {
-				t.Fatalf("%v %v", res, err)
+			read <- readStates(bufio.NewReader(res.Body), patches) // net/http's strict chunked reader
+		}()
+		// 56 KB an event: 5.6 MB in all, more than a loopback socket's
+		// largest send buffer (4 MB) and the client's receive buffer
+		pad := strings.Repeat("x", 7900)
+		for i := range patches {
+			set := map[string]any{"n": i}
+			for k := range 7 {
+				set["pad"+strconv.Itoa(k)] = pad[:len(pad)-i] // a change every time
 			}
-			const patches = 100
-			// The client starts reading once the patches are written, or
-			// after 3 s of them (a loaded machine): before the stream's
-			// write timeout (10 s) ends a client that reads nothing.
-			written := make(chan struct{})
-			read := make(chan error, 1)
-			go func() {
-				select {
-				case <-written:
-				case <-time.After(3 * time.Second):
-				}
-				read <- readStates(bufio.NewReader(res.Body), patches) // net/http's strict chunked reader
-			}()
-			// 56 KB an event: 5.6 MB in all, more than a loopback socket's
-			// largest send buffer (4 MB) and the client's receive buffer
-			pad := strings.Repeat("x", 7900)
-			for i := range patches {
-				set := map[string]any{"n": i}
-				for k := range 7 {
-					set["pad"+strconv.Itoa(k)] = pad[:len(pad)-i] // a change every time
-				}
-				want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, set), 200, "")
-			}
-			close(written)
-			if err := <-read; err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+			want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, set), 200, "")
+		}
+		close(written)
+		if err := <-read; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // readStates reads n state events from body, checking that their ids'

@@ -289,72 +289,70 @@ func TestIdempotencyKeyConcurrent(t *testing.T) {
 // budget's keys expire with the answers; an answer past its TTL leaves
 // the budget.
 func TestIdempotencyKeysBudget(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := newEnv(t, b, true, func(c *api.Config, st *store.Store, _ string) {
-				c.Idempotency = idemstore.New(st.Base()).WithBudget(4000)
-			})
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			create := func(token, key string) resp {
-				return e.do("POST", "/v1/rooms", token, map[string]any{"name": "Arena " + key, "mode": "battle", "region": "eu"},
-					"Idempotency-Key", key)
-			}
-			first := create(alice, "k1")
-			want(t, first, 201, "")
-			n := 1
-			for ; n < 10; n++ { // each answer about 800 bytes, 1 800 counted
-				if r := create(alice, fmt.Sprintf("k%d", n+1)); r.status != 201 {
-					want(t, r, 429, "IDEMPOTENCY_KEYS_LIMITED")
-					secs, err := strconv.Atoi(r.header.Get("Retry-After"))
-					if err != nil || secs < 23*3600 || secs > 24*3600 {
-						t.Fatalf("Retry-After %q, want until the oldest answer expires (about 24 h)", r.header.Get("Retry-After"))
-					}
-					break
-				}
-			}
-			if n < 2 || n > 3 {
-				t.Fatalf("%d keyed creates kept within 4 000 bytes, want 2 or 3", n)
-			}
-			if rooms := e.do("GET", "/v1/me/rooms", alice, nil).body["rooms"].([]any); len(rooms) != n {
-				t.Fatalf("alice is in %d rooms, want %d: the refused key did nothing", len(rooms), n)
-			}
-			if again := create(alice, "k1"); again.status != 201 || again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
-				t.Fatalf("a kept answer past the budget: %d %s, want it replayed", again.status, again.raw)
-			}
-			want(t, create(bob, "k1"), 201, "")
-
-			ctx := context.Background()
-			kept, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:idemq:*")
-			if err != nil || len(kept) != 4 { // alice's and bob's entries and bytes
-				t.Fatalf("budget keys %v (%v), want 4", kept, err)
-			}
-			for _, k := range kept {
-				if ttl, err := e.store.Client().PTTL(ctx, k).Result(); err != nil || ttl <= idempotency.TTL-time.Hour || ttl > idempotency.TTL {
-					t.Fatalf("%s expires in %v (%v), want within 24 h", k, ttl, err)
-				}
-			}
-			// alice's answers recorded a TTL ago: out of the budget
-			for _, k := range kept {
-				if typ, _ := e.store.Client().Type(ctx, k).Result(); typ != "zset" {
-					continue
-				}
-				ms, _ := e.store.Client().ZRange(ctx, k, 0, -1).Result()
-				for _, m := range ms {
-					e.store.Client().ZAddXX(ctx, k, redis.Z{Score: float64(time.Now().Add(-idempotency.TTL - time.Minute).UnixMilli()), Member: m})
-				}
-			}
-			want(t, create(alice, "k-later"), 201, "")
-			// a memory policy that evicts took the entries, not their
-			// count: counted afresh, not over the budget for 24 h
-			for _, k := range kept {
-				if strings.HasSuffix(k, ":n") {
-					e.store.Client().Set(ctx, k, 1_000_000, time.Hour)
-				} else {
-					e.store.Client().Del(ctx, k)
-				}
-			}
-			want(t, create(alice, "k-evicted"), 201, "")
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b, true, func(c *api.Config, st *store.Store, _ string) {
+			c.Idempotency = idemstore.New(st.Base()).WithBudget(4000)
 		})
-	}
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		create := func(token, key string) resp {
+			return e.do("POST", "/v1/rooms", token, map[string]any{"name": "Arena " + key, "mode": "battle", "region": "eu"},
+				"Idempotency-Key", key)
+		}
+		first := create(alice, "k1")
+		want(t, first, 201, "")
+		n := 1
+		for ; n < 10; n++ { // each answer about 800 bytes, 1 800 counted
+			if r := create(alice, fmt.Sprintf("k%d", n+1)); r.status != 201 {
+				want(t, r, 429, "IDEMPOTENCY_KEYS_LIMITED")
+				secs, err := strconv.Atoi(r.header.Get("Retry-After"))
+				if err != nil || secs < 23*3600 || secs > 24*3600 {
+					t.Fatalf("Retry-After %q, want until the oldest answer expires (about 24 h)", r.header.Get("Retry-After"))
+				}
+				break
+			}
+		}
+		if n < 2 || n > 3 {
+			t.Fatalf("%d keyed creates kept within 4 000 bytes, want 2 or 3", n)
+		}
+		if rooms := e.do("GET", "/v1/me/rooms", alice, nil).body["rooms"].([]any); len(rooms) != n {
+			t.Fatalf("alice is in %d rooms, want %d: the refused key did nothing", len(rooms), n)
+		}
+		if again := create(alice, "k1"); again.status != 201 || again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("a kept answer past the budget: %d %s, want it replayed", again.status, again.raw)
+		}
+		want(t, create(bob, "k1"), 201, "")
+
+		ctx := context.Background()
+		kept, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:idemq:*")
+		if err != nil || len(kept) != 4 { // alice's and bob's entries and bytes
+			t.Fatalf("budget keys %v (%v), want 4", kept, err)
+		}
+		for _, k := range kept {
+			if ttl, err := e.store.Client().PTTL(ctx, k).Result(); err != nil || ttl <= idempotency.TTL-time.Hour || ttl > idempotency.TTL {
+				t.Fatalf("%s expires in %v (%v), want within 24 h", k, ttl, err)
+			}
+		}
+		// alice's answers recorded a TTL ago: out of the budget
+		for _, k := range kept {
+			if typ, _ := e.store.Client().Type(ctx, k).Result(); typ != "zset" {
+				continue
+			}
+			ms, _ := e.store.Client().ZRange(ctx, k, 0, -1).Result()
+			for _, m := range ms {
+				e.store.Client().ZAddXX(ctx, k, redis.Z{Score: float64(time.Now().Add(-idempotency.TTL - time.Minute).UnixMilli()), Member: m})
+			}
+		}
+		want(t, create(alice, "k-later"), 201, "")
+		// a memory policy that evicts took the entries, not their
+		// count: counted afresh, not over the budget for 24 h
+		for _, k := range kept {
+			if strings.HasSuffix(k, ":n") {
+				e.store.Client().Set(ctx, k, 1_000_000, time.Hour)
+			} else {
+				e.store.Client().Del(ctx, k)
+			}
+		}
+		want(t, create(alice, "k-evicted"), 201, "")
+	})
 }

@@ -219,116 +219,114 @@ func TestPartyNeedsConsent(t *testing.T) {
 // one more, and nothing is queued or claimed; two users queueing against
 // each other again and again own no more rooms than the quota.
 func TestTicketsKeepRoomQuotas(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			var checks atomic.Int32
-			e := newEnvStore(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 3}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
-				func(c *api.Config, st *store.Store, _ string) {
-					c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()),
-						Quotas: countedQuotas{st, &checks}})
-				})
-			path := "/v1/matchmaking/tickets"
-			alice, aliceID := e.guest("alice")
-			bob, bobID := e.guest("bob")
-			carol, carolID := e.guest("carol")
-			ticket := func(tok string, party ...string) resp {
-				t.Helper()
-				return e.do("POST", path, tok, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": append([]string{}, party...)})
-			}
-			create := func(tok string) string {
-				t.Helper()
-				r := e.do("POST", "/v1/rooms", tok, map[string]any{"name": "r", "mode": "other", "region": "eu"})
-				want(t, r, 201, "")
-				return r.body["room"].(map[string]any)["id"].(string)
-			}
-
-			// alice owns two rooms: she may not own a match's
-			owned := []string{create(alice), create(alice)}
-			r := ticket(alice)
-			want(t, r, 409, "OWNED_ROOMS_LIMIT")
-			if !strings.Contains(r.raw, "past your room quotas") {
-				t.Fatalf("detail %s", r.raw)
-			}
-			// carol is in three rooms: she may not be in a match's, as
-			// alice's party member or as a leader
-			for _, id := range append(owned, create(bob)) {
-				want(t, e.do("POST", "/v1/rooms/"+id+"/join", carol, nil), 200, "")
-			}
-			r = ticket(bob, carolID)
-			want(t, r, 409, "JOINED_ROOMS_LIMIT")
-			if !strings.Contains(r.raw, "quotas of the party member partyUserIds.0:") {
-				t.Fatalf("detail %s", r.raw)
-			}
-			want(t, ticket(carol), 409, "JOINED_ROOMS_LIMIT")
-			// nothing was claimed or queued: once alice and carol left a
-			// room each, the same tickets queue
-			want(t, e.do("POST", "/v1/rooms/"+owned[0]+"/leave", carol, nil), 204, "")
-			want(t, e.do("POST", "/v1/rooms/"+owned[0]+"/leave", alice, nil), 204, "")
-			for _, c := range []struct {
-				tok   string
-				party []string
-			}{{bob, []string{carolID}}, {alice, nil}} {
-				r := ticket(c.tok, c.party...)
-				want(t, r, 201, "")
-				want(t, e.do("DELETE", r.header.Get("Location"), c.tok, nil), 204, "")
-			}
-
-			// the quotas are checked once the users' claims are the new
-			// ticket's (their previous tickets final, their match rooms
-			// counted): a create refused TICKET_ACTIVE checks none
-			r = ticket(alice)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		var checks atomic.Int32
+		e := newEnvStore(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 3}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+			func(c *api.Config, st *store.Store, _ string) {
+				c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()),
+					Quotas: countedQuotas{st, &checks}})
+			})
+		path := "/v1/matchmaking/tickets"
+		alice, aliceID := e.guest("alice")
+		bob, bobID := e.guest("bob")
+		carol, carolID := e.guest("carol")
+		ticket := func(tok string, party ...string) resp {
+			t.Helper()
+			return e.do("POST", path, tok, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": append([]string{}, party...)})
+		}
+		create := func(tok string) string {
+			t.Helper()
+			r := e.do("POST", "/v1/rooms", tok, map[string]any{"name": "r", "mode": "other", "region": "eu"})
 			want(t, r, 201, "")
-			before := checks.Load()
-			want(t, ticket(alice), 409, "TICKET_ACTIVE")
-			if n := checks.Load() - before; n != 0 {
-				t.Fatalf("%d quota checks before the claims", n)
-			}
-			want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
+			return r.body["room"].(map[string]any)["id"].(string)
+		}
 
-			// alice (one room owned) and bob (one) queue against each other
-			// eight times: each match's room is its first ticket's leader's
-			ts := tickets.New(e.store.Base(), e.store.UserLogs(), e.store.Renewals())
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts}, Rooms: e.store,
-				Notifier: ts, Holder: "test"})
-			refused := 0
-			for range 8 {
-				for _, tok := range []string{alice, bob} {
-					switch r := ticket(tok); r.code() {
-					case "OWNED_ROOMS_LIMIT":
-						refused++
-					case "TICKET_ACTIVE": // searching still: its other was refused
-					default:
-						want(t, r, 201, "")
-					}
+		// alice owns two rooms: she may not own a match's
+		owned := []string{create(alice), create(alice)}
+		r := ticket(alice)
+		want(t, r, 409, "OWNED_ROOMS_LIMIT")
+		if !strings.Contains(r.raw, "past your room quotas") {
+			t.Fatalf("detail %s", r.raw)
+		}
+		// carol is in three rooms: she may not be in a match's, as
+		// alice's party member or as a leader
+		for _, id := range append(owned, create(bob)) {
+			want(t, e.do("POST", "/v1/rooms/"+id+"/join", carol, nil), 200, "")
+		}
+		r = ticket(bob, carolID)
+		want(t, r, 409, "JOINED_ROOMS_LIMIT")
+		if !strings.Contains(r.raw, "quotas of the party member partyUserIds.0:") {
+			t.Fatalf("detail %s", r.raw)
+		}
+		want(t, ticket(carol), 409, "JOINED_ROOMS_LIMIT")
+		// nothing was claimed or queued: once alice and carol left a
+		// room each, the same tickets queue
+		want(t, e.do("POST", "/v1/rooms/"+owned[0]+"/leave", carol, nil), 204, "")
+		want(t, e.do("POST", "/v1/rooms/"+owned[0]+"/leave", alice, nil), 204, "")
+		for _, c := range []struct {
+			tok   string
+			party []string
+		}{{bob, []string{carolID}}, {alice, nil}} {
+			r := ticket(c.tok, c.party...)
+			want(t, r, 201, "")
+			want(t, e.do("DELETE", r.header.Get("Location"), c.tok, nil), 204, "")
+		}
+
+		// the quotas are checked once the users' claims are the new
+		// ticket's (their previous tickets final, their match rooms
+		// counted): a create refused TICKET_ACTIVE checks none
+		r = ticket(alice)
+		want(t, r, 201, "")
+		before := checks.Load()
+		want(t, ticket(alice), 409, "TICKET_ACTIVE")
+		if n := checks.Load() - before; n != 0 {
+			t.Fatalf("%d quota checks before the claims", n)
+		}
+		want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
+
+		// alice (one room owned) and bob (one) queue against each other
+		// eight times: each match's room is its first ticket's leader's
+		ts := tickets.New(e.store.Base(), e.store.UserLogs(), e.store.Renewals())
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts}, Rooms: e.store,
+			Notifier: ts, Holder: "test"})
+		refused := 0
+		for range 8 {
+			for _, tok := range []string{alice, bob} {
+				switch r := ticket(tok); r.code() {
+				case "OWNED_ROOMS_LIMIT":
+					refused++
+				case "TICKET_ACTIVE": // searching still: its other was refused
+				default:
+					want(t, r, 201, "")
 				}
-				m.Round(context.Background())
 			}
-			if refused == 0 {
-				t.Fatal("no ticket refused in eight rounds")
-			}
-			matches := 0
-			for _, u := range []struct{ tok, id string }{{alice, aliceID}, {bob, bobID}} {
-				r := e.do("GET", "/v1/me/rooms?limit=100", u.tok, nil)
-				want(t, r, 200, "")
-				n := 0
-				for _, x := range r.body["rooms"].([]any) {
-					room := x.(map[string]any)
-					if room["playerId"] == room["ownerPlayerId"] {
-						n++
-					}
-					if strings.HasPrefix(room["name"].(string), "match ") {
-						matches++
-					}
+			m.Round(context.Background())
+		}
+		if refused == 0 {
+			t.Fatal("no ticket refused in eight rounds")
+		}
+		matches := 0
+		for _, u := range []struct{ tok, id string }{{alice, aliceID}, {bob, bobID}} {
+			r := e.do("GET", "/v1/me/rooms?limit=100", u.tok, nil)
+			want(t, r, 200, "")
+			n := 0
+			for _, x := range r.body["rooms"].([]any) {
+				room := x.(map[string]any)
+				if room["playerId"] == room["ownerPlayerId"] {
+					n++
 				}
-				if n > 2 {
-					t.Errorf("%s owns %d rooms, the quota is 2: %s", u.id, n, r.raw)
+				if strings.HasPrefix(room["name"].(string), "match ") {
+					matches++
 				}
 			}
-			if matches == 0 {
-				t.Fatal("no match made")
+			if n > 2 {
+				t.Errorf("%s owns %d rooms, the quota is 2: %s", u.id, n, r.raw)
 			}
-		})
-	}
+		}
+		if matches == 0 {
+			t.Fatal("no match made")
+		}
+	})
 }
 
 // countedQuotas counts the checks of its RoomQuotas.
@@ -350,63 +348,61 @@ func (q countedQuotas) MayHoldRoom(ctx context.Context, uid string, owner bool) 
 // Sent again when its answer was lost (no record kept: the key's claim
 // lapsed), it answers the same, counted on no limit either.
 func TestKeyedTicketSentAgain(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			const grace = time.Second
-			var ts *tickets.Store
-			e := limitedEnv(t, b, "create=2/h", func(c *api.Config, st *store.Store, _ string) {
-				ts = tickets.New(st.Base(), st.UserLogs(), st.Renewals())
-				c.Tickets = mustTickets(t, matchmaking.Config{Queue: ts, Grace: grace})
-			})
-			path := "/v1/matchmaking/tickets"
-			carol, _ := e.guest("carol")
-			body := map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 3000}
-			first := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
-			want(t, first, 201, "")
-			id := first.body["ticket"].(map[string]any)["ticketId"]
-			for i := range 3 {
-				again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
-				want(t, again, 201, "")
-				if tk := again.body["ticket"].(map[string]any); again.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id || tk["status"] != "searching" {
-					t.Fatalf("sent again (%d): %v %s", i, again.header, again.raw)
-				}
-			}
-			// its answer lost (the key's claim lapsed: no record kept),
-			// twice: the first run's ticket again, counted on no limit
-			// (create=2/h: the second was 429 when each counted)
-			for i := range 2 {
-				if keys := e.idemKeys(); len(keys) != 1 || e.store.Client().Del(context.Background(), keys...).Err() != nil {
-					t.Fatalf("records %v, want k1's", keys)
-				}
-				lost := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
-				want(t, lost, 201, "")
-				if tk := lost.body["ticket"].(map[string]any); lost.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id {
-					t.Fatalf("sent again, its answer lost (%d): %v %s", i, lost.header, lost.raw)
-				}
-			}
-			want(t, e.do("DELETE", path+"/"+id.(string), carol, nil), 204, "")
-			again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
-			if tk := again.body["ticket"].(map[string]any); again.status != 201 || tk["status"] != "cancelled" {
-				t.Fatalf("sent again after the cancel: %d %s", again.status, again.raw)
-			}
-			// past its grace a pass drops the ticket
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts, Grace: grace}, Rooms: e.store,
-				Notifier: ts, Holder: "test"})
-			deadline := time.Now().Add(15 * time.Second)
-			for e.do("GET", path+"/"+id.(string), carol, nil).status != 404 {
-				if time.Now().After(deadline) {
-					t.Fatal("the cancelled ticket is still readable 15 s after its grace")
-				}
-				time.Sleep(200 * time.Millisecond)
-				m.Round(context.Background())
-			}
-			gone := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
-			want(t, gone, 404, "TICKET_NOT_FOUND")
-			if !strings.Contains(gone.raw, "send a new key") {
-				t.Fatalf("the key's ticket gone: %s", gone.raw)
-			}
-			// a new key queues (the create limit's second)
-			want(t, e.do("POST", path, carol, body, "Idempotency-Key", "k2"), 201, "")
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		const grace = time.Second
+		var ts *tickets.Store
+		e := limitedEnv(t, b, "create=2/h", func(c *api.Config, st *store.Store, _ string) {
+			ts = tickets.New(st.Base(), st.UserLogs(), st.Renewals())
+			c.Tickets = mustTickets(t, matchmaking.Config{Queue: ts, Grace: grace})
 		})
-	}
+		path := "/v1/matchmaking/tickets"
+		carol, _ := e.guest("carol")
+		body := map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 3000}
+		first := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+		want(t, first, 201, "")
+		id := first.body["ticket"].(map[string]any)["ticketId"]
+		for i := range 3 {
+			again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+			want(t, again, 201, "")
+			if tk := again.body["ticket"].(map[string]any); again.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id || tk["status"] != "searching" {
+				t.Fatalf("sent again (%d): %v %s", i, again.header, again.raw)
+			}
+		}
+		// its answer lost (the key's claim lapsed: no record kept),
+		// twice: the first run's ticket again, counted on no limit
+		// (create=2/h: the second was 429 when each counted)
+		for i := range 2 {
+			if keys := e.idemKeys(); len(keys) != 1 || e.store.Client().Del(context.Background(), keys...).Err() != nil {
+				t.Fatalf("records %v, want k1's", keys)
+			}
+			lost := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+			want(t, lost, 201, "")
+			if tk := lost.body["ticket"].(map[string]any); lost.header.Get("Idempotent-Replayed") != "true" || tk["ticketId"] != id {
+				t.Fatalf("sent again, its answer lost (%d): %v %s", i, lost.header, lost.raw)
+			}
+		}
+		want(t, e.do("DELETE", path+"/"+id.(string), carol, nil), 204, "")
+		again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+		if tk := again.body["ticket"].(map[string]any); again.status != 201 || tk["status"] != "cancelled" {
+			t.Fatalf("sent again after the cancel: %d %s", again.status, again.raw)
+		}
+		// past its grace a pass drops the ticket
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts, Grace: grace}, Rooms: e.store,
+			Notifier: ts, Holder: "test"})
+		deadline := time.Now().Add(15 * time.Second)
+		for e.do("GET", path+"/"+id.(string), carol, nil).status != 404 {
+			if time.Now().After(deadline) {
+				t.Fatal("the cancelled ticket is still readable 15 s after its grace")
+			}
+			time.Sleep(200 * time.Millisecond)
+			m.Round(context.Background())
+		}
+		gone := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+		want(t, gone, 404, "TICKET_NOT_FOUND")
+		if !strings.Contains(gone.raw, "send a new key") {
+			t.Fatalf("the key's ticket gone: %s", gone.raw)
+		}
+		// a new key queues (the create limit's second)
+		want(t, e.do("POST", path, carol, body, "Idempotency-Key", "k2"), 201, "")
+	})
 }

@@ -153,84 +153,80 @@ func platformsOf(m map[string]any) string {
 // id: not logged, its seq the log's position), then it ends; the other
 // platform's stream goes on.
 func TestMeStreamReplacedAcrossInstances(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			es := playerEnvs(t, b, players.PolicyReplace, 2)
-			a, bb := es[0], es[1]
-			alice, aliceID := a.guest("alice")
-			pc := a.me(alice, "pc")
-			snap := pc.next()
-			checkUserEvent(t, snap)
-			if snap.event != "snapshot" || snap.id == "" || snap.data["platform"] != "pc" || snap.data["userId"] != aliceID || snap.data["resync"] != false {
-				t.Fatalf("first event %+v", snap)
-			}
-			mobile := a.me(alice, "mobile")
-			mobile.next()
-			if p := bb.presence(alice, aliceID); p["online"] != true || platformsOf(p) != "pc,mobile" {
-				t.Fatalf("presence with two platforms: %v", p)
-			}
-			pc2 := bb.me(alice, "pc")
-			if f := pc2.next(); f.event != "snapshot" || f.data["session"] == snap.data["session"] {
-				t.Fatalf("new pc session %+v", f)
-			}
-			f := pc.next()
-			checkUserEvent(t, f)
-			if f.event != "session_replaced" || f.data["session"] != snap.data["session"] || f.data["by"] == "" || f.id != "" ||
-				f.data["seq"] != snap.data["seq"] {
-				t.Fatalf("old pc stream got %+v", f)
-			}
-			if rest := pc.ends(); len(rest) != 0 {
-				t.Errorf("events after session_replaced: %v", rest)
-			}
-			if p := a.presence(alice, aliceID); platformsOf(p) != "pc,mobile" {
-				t.Errorf("presence after the replacement: %v", p)
-			}
-			// the mobile stream saw nothing of it and is still open
-			mobile.close()
-			pc2.close()
-			wait.Until(t, "offline", func() bool { return a.presence(alice, aliceID)["online"] == false })
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		es := playerEnvs(t, b, players.PolicyReplace, 2)
+		a, bb := es[0], es[1]
+		alice, aliceID := a.guest("alice")
+		pc := a.me(alice, "pc")
+		snap := pc.next()
+		checkUserEvent(t, snap)
+		if snap.event != "snapshot" || snap.id == "" || snap.data["platform"] != "pc" || snap.data["userId"] != aliceID || snap.data["resync"] != false {
+			t.Fatalf("first event %+v", snap)
+		}
+		mobile := a.me(alice, "mobile")
+		mobile.next()
+		if p := bb.presence(alice, aliceID); p["online"] != true || platformsOf(p) != "pc,mobile" {
+			t.Fatalf("presence with two platforms: %v", p)
+		}
+		pc2 := bb.me(alice, "pc")
+		if f := pc2.next(); f.event != "snapshot" || f.data["session"] == snap.data["session"] {
+			t.Fatalf("new pc session %+v", f)
+		}
+		f := pc.next()
+		checkUserEvent(t, f)
+		if f.event != "session_replaced" || f.data["session"] != snap.data["session"] || f.data["by"] == "" || f.id != "" ||
+			f.data["seq"] != snap.data["seq"] {
+			t.Fatalf("old pc stream got %+v", f)
+		}
+		if rest := pc.ends(); len(rest) != 0 {
+			t.Errorf("events after session_replaced: %v", rest)
+		}
+		if p := a.presence(alice, aliceID); platformsOf(p) != "pc,mobile" {
+			t.Errorf("presence after the replacement: %v", p)
+		}
+		// the mobile stream saw nothing of it and is still open
+		mobile.close()
+		pc2.close()
+		wait.Until(t, "offline", func() bool { return a.presence(alice, aliceID)["online"] == false })
+	})
 }
 
 // reject-new: a second session of a platform is 409 SESSION_EXISTS, with
 // a Retry-After of the first one's lease's time left, and the first goes
 // on; allow-multiple: both are open.
 func TestMeStreamPolicies(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			rj := playerEnvs(t, b, players.PolicyRejectNew, 2)
-			alice, aliceID := rj[0].guest("alice")
-			first := rj[0].me(alice, "console")
-			first.next()
-			_, res := rj[1].tryOpen("/v1/me/events?platform=console", "Authorization", "Bearer "+alice)
-			body, _ := io.ReadAll(res.Body)
-			if res.StatusCode != 409 || !strings.Contains(string(body), `"code":"SESSION_EXISTS"`) {
-				t.Fatalf("second console session: %d %s", res.StatusCode, body)
-			}
-			// the first one's lease's time left, rounded up (the presence TTL: 15 s)
-			if n, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || n < 1 || n > 15 {
-				t.Errorf("second console session: Retry-After %q, want 1..15 (s)", res.Header.Get("Retry-After"))
-			}
-			if p := rj[1].presence(alice, aliceID); platformsOf(p) != "console" {
-				t.Errorf("presence %v", p)
-			}
-			other := rj[1].me(alice, "web")
-			other.next()
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		rj := playerEnvs(t, b, players.PolicyRejectNew, 2)
+		alice, aliceID := rj[0].guest("alice")
+		first := rj[0].me(alice, "console")
+		first.next()
+		_, res := rj[1].tryOpen("/v1/me/events?platform=console", "Authorization", "Bearer "+alice)
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 409 || !strings.Contains(string(body), `"code":"SESSION_EXISTS"`) {
+			t.Fatalf("second console session: %d %s", res.StatusCode, body)
+		}
+		// the first one's lease's time left, rounded up (the presence TTL: 15 s)
+		if n, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || n < 1 || n > 15 {
+			t.Errorf("second console session: Retry-After %q, want 1..15 (s)", res.Header.Get("Retry-After"))
+		}
+		if p := rj[1].presence(alice, aliceID); platformsOf(p) != "console" {
+			t.Errorf("presence %v", p)
+		}
+		other := rj[1].me(alice, "web")
+		other.next()
 
-			am := playerEnvs(t, b, players.PolicyAllowMultiple, 2)
-			bob, bobID := am[0].guest("bob")
-			s1, s2 := am[0].me(bob, "web"), am[1].me(bob, "web")
-			if a, b := s1.next(), s2.next(); a.event != "snapshot" || b.event != "snapshot" {
-				t.Fatalf("first events %v %v", a, b)
-			}
-			s1.close()
-			time.Sleep(50 * time.Millisecond)
-			if p := am[0].presence(bob, bobID); platformsOf(p) != "web" {
-				t.Errorf("one of two web sessions closed: %v", p)
-			}
-		})
-	}
+		am := playerEnvs(t, b, players.PolicyAllowMultiple, 2)
+		bob, bobID := am[0].guest("bob")
+		s1, s2 := am[0].me(bob, "web"), am[1].me(bob, "web")
+		if a, b := s1.next(), s2.next(); a.event != "snapshot" || b.event != "snapshot" {
+			t.Fatalf("first events %v %v", a, b)
+		}
+		s1.close()
+		time.Sleep(50 * time.Millisecond)
+		if p := am[0].presence(bob, bobID); platformsOf(p) != "web" {
+			t.Errorf("one of two web sessions closed: %v", p)
+		}
+	})
 }
 
 // A follower's stream gets the current status of each user it starts
@@ -238,86 +234,84 @@ func TestMeStreamPolicies(t *testing.T) {
 // login replacing the first on the same platform changes nothing and
 // publishes nothing.
 func TestMeFollowPresence(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			es := playerEnvs(t, b, players.PolicyReplace, 2)
-			a, bb := es[0], es[1]
-			alice, aliceID := a.guest("alice")
-			carol, carolID := a.guest("carol")
-			bob, _ := a.guest("bob")
-			watch := a.me(bob, "web")
-			watch.next()
-			cs := a.me(carol, "mobile")
-			cs.next()
-			r := bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, aliceID, aliceID}})
-			want(t, r, 200, "")
-			if ids := r.body["userIds"].([]any); len(ids) != 2 {
-				t.Fatalf("following %v", ids)
-			}
-			got := map[string]sseFrame{}
-			for range 2 {
-				f := watch.next()
-				checkUserEvent(t, f)
-				if f.event != "presence" || f.id != "" {
-					t.Fatalf("event %+v", f)
-				}
-				got[f.data["userId"].(string)] = f
-			}
-			if got[aliceID].data["online"] != false || got[aliceID].data["version"] != 0.0 ||
-				got[carolID].data["online"] != true || fmt.Sprint(got[carolID].data["platforms"]) != "[mobile]" {
-				t.Fatalf("current statuses %v", got)
-			}
-			pc := bb.me(alice, "pc")
-			pc.next()
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		es := playerEnvs(t, b, players.PolicyReplace, 2)
+		a, bb := es[0], es[1]
+		alice, aliceID := a.guest("alice")
+		carol, carolID := a.guest("carol")
+		bob, _ := a.guest("bob")
+		watch := a.me(bob, "web")
+		watch.next()
+		cs := a.me(carol, "mobile")
+		cs.next()
+		r := bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, aliceID, aliceID}})
+		want(t, r, 200, "")
+		if ids := r.body["userIds"].([]any); len(ids) != 2 {
+			t.Fatalf("following %v", ids)
+		}
+		got := map[string]sseFrame{}
+		for range 2 {
 			f := watch.next()
-			if f.event != "presence" || f.data["userId"] != aliceID || fmt.Sprint(f.data["platforms"]) != "[pc]" {
-				t.Fatalf("alice online: %+v", f)
+			checkUserEvent(t, f)
+			if f.event != "presence" || f.id != "" {
+				t.Fatalf("event %+v", f)
 			}
-			v1 := f.data["version"].(float64)
-			pc2 := a.me(alice, "pc") // replaces pc: no change
-			pc2.next()
-			pc.ends()
-			cs.close() // carol offline: the next event
-			f = watch.next()
-			if f.data["userId"] != carolID || f.data["online"] != false {
-				t.Fatalf("after a replacement and carol's close: %+v", f)
-			}
-			pc2.close()
-			f = watch.next()
-			if f.data["userId"] != aliceID || f.data["online"] != false || f.data["version"].(float64) <= v1 {
-				t.Fatalf("alice offline: %+v", f)
-			}
-			// unfollowed: no more of carol, once the stream has sent the
-			// newly followed dave's status (the following and carol's
-			// status reach it apart: on a Cluster by different nodes)
-			_, daveID := a.guest("dave")
-			want(t, bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID, daveID}}), 200, "")
-			if f := watch.next(); f.data["userId"] != daveID || f.data["online"] != false {
-				t.Fatalf("after following dave: %+v", f)
-			}
-			c2 := a.me(carol, "pc")
-			c2.next()
-			al := a.me(alice, "console")
-			al.next()
-			if f := watch.next(); f.data["userId"] != aliceID || f.data["online"] != true {
-				t.Fatalf("after unfollowing carol: %+v", f)
-			}
-			if b.Name == "standalone" { // classic Pub/Sub: one PUBSUB CHANNELS sees all
-				subscribed := func(uid string) int {
-					chs, err := a.store.Client().PubSubChannels(context.Background(), "*:st:"+uid).Result()
-					if err != nil {
-						t.Fatal(err)
-					}
-					return len(chs)
+			got[f.data["userId"].(string)] = f
+		}
+		if got[aliceID].data["online"] != false || got[aliceID].data["version"] != 0.0 ||
+			got[carolID].data["online"] != true || fmt.Sprint(got[carolID].data["platforms"]) != "[mobile]" {
+			t.Fatalf("current statuses %v", got)
+		}
+		pc := bb.me(alice, "pc")
+		pc.next()
+		f := watch.next()
+		if f.event != "presence" || f.data["userId"] != aliceID || fmt.Sprint(f.data["platforms"]) != "[pc]" {
+			t.Fatalf("alice online: %+v", f)
+		}
+		v1 := f.data["version"].(float64)
+		pc2 := a.me(alice, "pc") // replaces pc: no change
+		pc2.next()
+		pc.ends()
+		cs.close() // carol offline: the next event
+		f = watch.next()
+		if f.data["userId"] != carolID || f.data["online"] != false {
+			t.Fatalf("after a replacement and carol's close: %+v", f)
+		}
+		pc2.close()
+		f = watch.next()
+		if f.data["userId"] != aliceID || f.data["online"] != false || f.data["version"].(float64) <= v1 {
+			t.Fatalf("alice offline: %+v", f)
+		}
+		// unfollowed: no more of carol, once the stream has sent the
+		// newly followed dave's status (the following and carol's
+		// status reach it apart: on a Cluster by different nodes)
+		_, daveID := a.guest("dave")
+		want(t, bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID, daveID}}), 200, "")
+		if f := watch.next(); f.data["userId"] != daveID || f.data["online"] != false {
+			t.Fatalf("after following dave: %+v", f)
+		}
+		c2 := a.me(carol, "pc")
+		c2.next()
+		al := a.me(alice, "console")
+		al.next()
+		if f := watch.next(); f.data["userId"] != aliceID || f.data["online"] != true {
+			t.Fatalf("after unfollowing carol: %+v", f)
+		}
+		if b.Name == "standalone" { // classic Pub/Sub: one PUBSUB CHANNELS sees all
+			subscribed := func(uid string) int {
+				chs, err := a.store.Client().PubSubChannels(context.Background(), "*:st:"+uid).Result()
+				if err != nil {
+					t.Fatal(err)
 				}
-				if subscribed(carolID) != 0 || subscribed(aliceID) != 1 {
-					t.Errorf("status channels subscribed: carol %d (unfollowed), alice %d", subscribed(carolID), subscribed(aliceID))
-				}
-				watch.close() // its end drops its subscriptions
-				wait.Until(t, "the follower's subscriptions gone", func() bool { return subscribed(aliceID) == 0 })
+				return len(chs)
 			}
-		})
-	}
+			if subscribed(carolID) != 0 || subscribed(aliceID) != 1 {
+				t.Errorf("status channels subscribed: carol %d (unfollowed), alice %d", subscribed(carolID), subscribed(aliceID))
+			}
+			watch.close() // its end drops its subscriptions
+			wait.Until(t, "the follower's subscriptions gone", func() bool { return subscribed(aliceID) == 0 })
+		}
+	})
 }
 
 // While a followed user's sessions come and go on two instances, the
@@ -326,81 +320,79 @@ func TestMeFollowPresence(t *testing.T) {
 // offline status keeps the version of going offline), and the last it
 // shows is the one GET /v1/presence reads.
 func TestMeFollowUnderConcurrentChanges(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			es := playerEnvs(t, b, players.PolicyReplace, 2)
-			alice, aliceID := es[0].guest("alice")
-			bob, _ := es[0].guest("bob")
-			watch := es[1].me(bob, "web")
-			watch.next()
-			frames := make(chan sseFrame, 1000)
-			go func() {
-				defer close(frames)
-				for {
-					f, err := watch.read()
-					if err != nil {
-						return
-					}
-					frames <- f
-				}
-			}()
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { // alice's sessions come and go
-				defer wg.Done()
-				platforms := []string{"pc", "console", "mobile"}
-				var open []*stream
-				for i := range 12 {
-					s, res := es[i%2].tryOpen("/v1/me/events?platform="+platforms[i%3], "Authorization", "Bearer "+alice)
-					if res.StatusCode == 200 {
-						s.rd.ReadString('\n') // the retry line: the session is open
-					}
-					open = append(open, s)
-					if i%3 == 2 {
-						open[0].close()
-						open = open[1:]
-					}
-				}
-			}()
-			for i := range 6 {
-				ids := []string{aliceID}
-				if i%2 == 1 {
-					ids = []string{}
-				}
-				want(t, es[i%2].do("PUT", "/v1/me/following", bob, map[string]any{"userIds": ids}), 200, "")
-				time.Sleep(10 * time.Millisecond)
-			}
-			want(t, es[0].do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}), 200, "")
-			wg.Wait()
-			var last sseFrame
-			var lastV float64 = -1
-			n := 0
-			deadline := time.After(10 * time.Second)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		es := playerEnvs(t, b, players.PolicyReplace, 2)
+		alice, aliceID := es[0].guest("alice")
+		bob, _ := es[0].guest("bob")
+		watch := es[1].me(bob, "web")
+		watch.next()
+		frames := make(chan sseFrame, 1000)
+		go func() {
+			defer close(frames)
 			for {
-				cur := es[0].presence(bob, aliceID)
-				if last.data != nil && last.data["version"] == cur["version"] && fmt.Sprint(last.data["platforms"]) == fmt.Sprint(cur["platforms"]) {
-					break
+				f, err := watch.read()
+				if err != nil {
+					return
 				}
-				select {
-				case f, ok := <-frames:
-					if !ok {
-						t.Fatal("stream ended")
-					}
-					if f.event != "presence" || f.data["userId"] != aliceID {
-						t.Fatalf("event %+v", f)
-					}
-					v := f.data["version"].(float64)
-					if v < lastV {
-						t.Fatalf("status of version %v after %v: %+v", v, lastV, f)
-					}
-					last, lastV, n = f, max(lastV, v), n+1
-				case <-deadline:
-					t.Fatalf("last status shown %v, GET reads %v", last.data, cur)
+				frames <- f
+			}
+		}()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // alice's sessions come and go
+			defer wg.Done()
+			platforms := []string{"pc", "console", "mobile"}
+			var open []*stream
+			for i := range 12 {
+				s, res := es[i%2].tryOpen("/v1/me/events?platform="+platforms[i%3], "Authorization", "Bearer "+alice)
+				if res.StatusCode == 200 {
+					s.rd.ReadString('\n') // the retry line: the session is open
+				}
+				open = append(open, s)
+				if i%3 == 2 {
+					open[0].close()
+					open = open[1:]
 				}
 			}
-			t.Logf("%d presence events", n)
-		})
-	}
+		}()
+		for i := range 6 {
+			ids := []string{aliceID}
+			if i%2 == 1 {
+				ids = []string{}
+			}
+			want(t, es[i%2].do("PUT", "/v1/me/following", bob, map[string]any{"userIds": ids}), 200, "")
+			time.Sleep(10 * time.Millisecond)
+		}
+		want(t, es[0].do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}), 200, "")
+		wg.Wait()
+		var last sseFrame
+		var lastV float64 = -1
+		n := 0
+		deadline := time.After(10 * time.Second)
+		for {
+			cur := es[0].presence(bob, aliceID)
+			if last.data != nil && last.data["version"] == cur["version"] && fmt.Sprint(last.data["platforms"]) == fmt.Sprint(cur["platforms"]) {
+				break
+			}
+			select {
+			case f, ok := <-frames:
+				if !ok {
+					t.Fatal("stream ended")
+				}
+				if f.event != "presence" || f.data["userId"] != aliceID {
+					t.Fatalf("event %+v", f)
+				}
+				v := f.data["version"].(float64)
+				if v < lastV {
+					t.Fatalf("status of version %v after %v: %+v", v, lastV, f)
+				}
+				last, lastV, n = f, max(lastV, v), n+1
+			case <-deadline:
+				t.Fatalf("last status shown %v, GET reads %v", last.data, cur)
+			}
+		}
+		t.Logf("%d presence events", n)
+	})
 }
 
 // A personal stream resumes with Last-Event-ID: the logged events after
@@ -409,59 +401,57 @@ func TestMeFollowUnderConcurrentChanges(t *testing.T) {
 // form, gets a snapshot with resync true, its id its position's. A stream
 // token for the personal stream opens it; one for another stream does not.
 func TestMeStreamResume(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
-			alice, aliceID := e.guest("alice")
-			web := e.me(alice, "web")
-			snap := web.next()
-			web.close()
-			// closed on the server too: a resume that replaced it would log
-			// its session_replaced
-			e.sessionGone(alice, aliceID, "web")
-			for range 2 { // a replacement logs nothing
-				s := e.me(alice, "pc")
-				s.next()
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
+		alice, aliceID := e.guest("alice")
+		web := e.me(alice, "web")
+		snap := web.next()
+		web.close()
+		// closed on the server too: a resume that replaced it would log
+		// its session_replaced
+		e.sessionGone(alice, aliceID, "web")
+		for range 2 { // a replacement logs nothing
+			s := e.me(alice, "pc")
+			s.next()
+		}
+		bob, _ := e.guest("bob")
+		want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", bob, map[string]any{"type": "chat", "data": "hi"}), 202, "")
+		r := e.do("POST", "/v1/me/stream-token", alice, nil)
+		want(t, r, 201, "")
+		tok := r.body["token"].(string)
+		// the header wins over the query parameter ("x" alone: a snapshot)
+		res := e.open("/v1/me/events?platform=web&lastEventId=x&token="+tok, "Last-Event-ID", snap.id)
+		msg := res.next()
+		if msg.event != "message" || msg.data["seq"] != 1.0 {
+			t.Fatalf("resume from %s: %+v, want the message", snap.id, msg)
+		}
+		f := res.next()
+		checkUserEvent(t, f)
+		if f.event != "resumed" || f.data["seq"] != 1.0 {
+			t.Fatalf("resume from %s: %+v", snap.id, f)
+		}
+		// the snapshot's id is its position's (web had the message):
+		// the message's, the tag of its write. The resume records it
+		// after writing it (Delivered): once its session is gone, so
+		// the next opening does not race the record (it read 0 so
+		// once, under -race on a loaded machine)
+		res.close()
+		e.sessionGone(alice, aliceID, "web")
+		seq, _, _ := strings.Cut(snap.id, "-")
+		for _, id := range []string{seq + "-other", "7", "x", snap.id[:len(seq)+1] + strings.TrimPrefix(msg.id, "1-")} {
+			tok := e.do("POST", "/v1/me/stream-token", alice, nil).body["token"].(string) // one opening each
+			s := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", id)
+			if f := s.next(); f.event != "snapshot" || f.data["resync"] != true || f.id != msg.id {
+				t.Errorf("resume from %q: %+v", id, f)
 			}
-			bob, _ := e.guest("bob")
-			want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", bob, map[string]any{"type": "chat", "data": "hi"}), 202, "")
-			r := e.do("POST", "/v1/me/stream-token", alice, nil)
-			want(t, r, 201, "")
-			tok := r.body["token"].(string)
-			// the header wins over the query parameter ("x" alone: a snapshot)
-			res := e.open("/v1/me/events?platform=web&lastEventId=x&token="+tok, "Last-Event-ID", snap.id)
-			msg := res.next()
-			if msg.event != "message" || msg.data["seq"] != 1.0 {
-				t.Fatalf("resume from %s: %+v, want the message", snap.id, msg)
-			}
-			f := res.next()
-			checkUserEvent(t, f)
-			if f.event != "resumed" || f.data["seq"] != 1.0 {
-				t.Fatalf("resume from %s: %+v", snap.id, f)
-			}
-			// the snapshot's id is its position's (web had the message):
-			// the message's, the tag of its write. The resume records it
-			// after writing it (Delivered): once its session is gone, so
-			// the next opening does not race the record (it read 0 so
-			// once, under -race on a loaded machine)
-			res.close()
-			e.sessionGone(alice, aliceID, "web")
-			seq, _, _ := strings.Cut(snap.id, "-")
-			for _, id := range []string{seq + "-other", "7", "x", snap.id[:len(seq)+1] + strings.TrimPrefix(msg.id, "1-")} {
-				tok := e.do("POST", "/v1/me/stream-token", alice, nil).body["token"].(string) // one opening each
-				s := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", id)
-				if f := s.next(); f.event != "snapshot" || f.data["resync"] != true || f.id != msg.id {
-					t.Errorf("resume from %q: %+v", id, f)
-				}
-				s.close()
-			}
-			lobbyTok := e.streamToken(alice, "/v1/lobby/events")
-			_, resp := e.tryOpen("/v1/me/events?platform=web&token=" + lobbyTok)
-			if resp.StatusCode != 401 {
-				t.Errorf("a lobby stream token opened the personal stream: %d", resp.StatusCode)
-			}
-		})
-	}
+			s.close()
+		}
+		lobbyTok := e.streamToken(alice, "/v1/lobby/events")
+		_, resp := e.tryOpen("/v1/me/events?platform=web&token=" + lobbyTok)
+		if resp.StatusCode != 401 {
+			t.Errorf("a lobby stream token opened the personal stream: %d", resp.StatusCode)
+		}
+	})
 }
 
 // Bad input is a precise problem and changes nothing: the platform
@@ -469,84 +459,82 @@ func TestMeStreamResume(t *testing.T) {
 // following (501 ids, a bad id, no userIds); an API key has no personal
 // stream.
 func TestMePlayersBadInput(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
-			alice, aliceID := e.guest("alice")
-			for _, p := range []string{"", "?platform=", "?platform=tv", "?platform=PC", "?platform=pc&platform=web"} {
-				r := e.do("GET", "/v1/me/events"+p, alice, nil)
-				want(t, r, 400, "INVALID_PLATFORM")
-				if !strings.Contains(r.body["detail"].(string), "pc, console, mobile, web") {
-					t.Errorf("detail %q", r.body["detail"])
-				}
-				if twice := strings.Contains(r.body["detail"].(string), "more than once"); twice != strings.Contains(p, "&") {
-					t.Errorf("%s: detail %q", p, r.body["detail"])
-				}
-			}
-			if p := e.presence(alice, aliceID); p["online"] != false {
-				t.Errorf("a refused stream made alice online: %v", p)
-			}
-			many := make([]string, 101)
-			for i := range many {
-				many[i] = fmt.Sprintf("u%d", i)
-			}
-			for _, q := range []string{"", "?userIds=", "?userIds=a,,b", "?userIds=" + strings.Join(many, ","), "?userIds=a&userIds=b"} {
-				r := e.do("GET", "/v1/presence"+q, alice, nil)
-				want(t, r, 400, "INVALID_USER_IDS")
-				if twice := strings.Contains(r.body["detail"].(string), "more than once"); twice != strings.Contains(q, "&") {
-					t.Errorf("%s: detail %q", q, r.body["detail"])
-				}
-			}
-			r := e.do("GET", "/v1/presence?userIds="+strings.Join(many[:100], ","), alice, nil)
-			want(t, r, 200, "")
-			if n := len(r.body["users"].([]any)); n != 100 {
-				t.Errorf("100 ids: %d statuses", n)
-			}
-			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": []string{"keep"}}), 200, "")
-			tooMany := make([]string, 501)
-			for i := range tooMany {
-				tooMany[i] = fmt.Sprintf("u%d", i)
-			}
-			for _, body := range []any{map[string]any{"userIds": tooMany}, map[string]any{"userIds": []string{"a b"}},
-				map[string]any{"userIds": []string{""}}} {
-				want(t, e.do("PUT", "/v1/me/following", alice, body), 400, "INVALID_USER_IDS")
-			}
-			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{}), 422, "VALIDATION_FAILED")
-			want(t, e.do("PUT", "/v1/me/following", alice, `{"userIds": "x"}`), 400, "MALFORMED_REQUEST")
-			if got, err := e.store.Sessions().Following(context.Background(), aliceID); err != nil || len(got) != 1 || got[0] != "keep" {
-				t.Errorf("following after refused changes: %v %v", got, err)
-			}
-			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": tooMany[:500]})
-			want(t, r, 200, "")
-			// the cap counts distinct ids: duplicates are dropped first
-			copies := make([]string, 600)
-			for i := range copies {
-				copies[i] = "u1"
-			}
-			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": copies})
-			want(t, r, 200, "")
-			if ids := r.body["userIds"].([]any); len(ids) != 1 || ids[0] != "u1" {
-				t.Errorf("600 copies of u1: following %v", ids)
-			}
-			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": append(tooMany[:499:499], tooMany[0], tooMany[1])})
-			want(t, r, 200, "")
-			if n := len(r.body["userIds"].([]any)); n != 499 {
-				t.Errorf("499 distinct ids and 2 repeats: following %d", n)
-			}
-			// 501 distinct among repeats is still too many, and so are
-			// more ids sent than players.MaxFollowingSent, repeats or not
-			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": append(slices.Clone(tooMany), tooMany[:100]...)})
-			want(t, r, 400, "INVALID_USER_IDS")
-			if !strings.Contains(r.body["detail"].(string), "501 distinct ids") {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
+		alice, aliceID := e.guest("alice")
+		for _, p := range []string{"", "?platform=", "?platform=tv", "?platform=PC", "?platform=pc&platform=web"} {
+			r := e.do("GET", "/v1/me/events"+p, alice, nil)
+			want(t, r, 400, "INVALID_PLATFORM")
+			if !strings.Contains(r.body["detail"].(string), "pc, console, mobile, web") {
 				t.Errorf("detail %q", r.body["detail"])
 			}
-			huge := make([]string, players.MaxFollowingSent+1)
-			for i := range huge {
-				huge[i] = "u1"
+			if twice := strings.Contains(r.body["detail"].(string), "more than once"); twice != strings.Contains(p, "&") {
+				t.Errorf("%s: detail %q", p, r.body["detail"])
 			}
-			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": huge}), 400, "INVALID_USER_IDS")
-		})
-	}
+		}
+		if p := e.presence(alice, aliceID); p["online"] != false {
+			t.Errorf("a refused stream made alice online: %v", p)
+		}
+		many := make([]string, 101)
+		for i := range many {
+			many[i] = fmt.Sprintf("u%d", i)
+		}
+		for _, q := range []string{"", "?userIds=", "?userIds=a,,b", "?userIds=" + strings.Join(many, ","), "?userIds=a&userIds=b"} {
+			r := e.do("GET", "/v1/presence"+q, alice, nil)
+			want(t, r, 400, "INVALID_USER_IDS")
+			if twice := strings.Contains(r.body["detail"].(string), "more than once"); twice != strings.Contains(q, "&") {
+				t.Errorf("%s: detail %q", q, r.body["detail"])
+			}
+		}
+		r := e.do("GET", "/v1/presence?userIds="+strings.Join(many[:100], ","), alice, nil)
+		want(t, r, 200, "")
+		if n := len(r.body["users"].([]any)); n != 100 {
+			t.Errorf("100 ids: %d statuses", n)
+		}
+		want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": []string{"keep"}}), 200, "")
+		tooMany := make([]string, 501)
+		for i := range tooMany {
+			tooMany[i] = fmt.Sprintf("u%d", i)
+		}
+		for _, body := range []any{map[string]any{"userIds": tooMany}, map[string]any{"userIds": []string{"a b"}},
+			map[string]any{"userIds": []string{""}}} {
+			want(t, e.do("PUT", "/v1/me/following", alice, body), 400, "INVALID_USER_IDS")
+		}
+		want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{}), 422, "VALIDATION_FAILED")
+		want(t, e.do("PUT", "/v1/me/following", alice, `{"userIds": "x"}`), 400, "MALFORMED_REQUEST")
+		if got, err := e.store.Sessions().Following(context.Background(), aliceID); err != nil || len(got) != 1 || got[0] != "keep" {
+			t.Errorf("following after refused changes: %v %v", got, err)
+		}
+		r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": tooMany[:500]})
+		want(t, r, 200, "")
+		// the cap counts distinct ids: duplicates are dropped first
+		copies := make([]string, 600)
+		for i := range copies {
+			copies[i] = "u1"
+		}
+		r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": copies})
+		want(t, r, 200, "")
+		if ids := r.body["userIds"].([]any); len(ids) != 1 || ids[0] != "u1" {
+			t.Errorf("600 copies of u1: following %v", ids)
+		}
+		r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": append(tooMany[:499:499], tooMany[0], tooMany[1])})
+		want(t, r, 200, "")
+		if n := len(r.body["userIds"].([]any)); n != 499 {
+			t.Errorf("499 distinct ids and 2 repeats: following %d", n)
+		}
+		// 501 distinct among repeats is still too many, and so are
+		// more ids sent than players.MaxFollowingSent, repeats or not
+		r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": append(slices.Clone(tooMany), tooMany[:100]...)})
+		want(t, r, 400, "INVALID_USER_IDS")
+		if !strings.Contains(r.body["detail"].(string), "501 distinct ids") {
+			t.Errorf("detail %q", r.body["detail"])
+		}
+		huge := make([]string, players.MaxFollowingSent+1)
+		for i := range huge {
+			huge[i] = "u1"
+		}
+		want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": huge}), 400, "INVALID_USER_IDS")
+	})
 }
 
 // The sessions' metrics: realsync_sessions{platform} counts the open
@@ -672,56 +660,54 @@ func testInboxOverflow(t *testing.T, b redistest.Backend, age time.Duration, pen
 // again.
 func TestStrangersCannotPushAFriendsMessagesOut(t *testing.T) {
 	share := userlog.StrangersShare(userlog.MinMaxLen)
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := playerEnvsWith(t, b, 1, func(c *store.Config) { c.Offline.MaxLen = userlog.MinMaxLen })[0]
-			alice, aliceID := e.guest("alice")
-			carol, carolID := e.guest("carol")
-			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": []string{carolID}}), 200, "")
-			msg := func(n int) map[string]any { return map[string]any{"type": "chat", "data": n} }
-			for i := range 3 {
-				want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", carol, msg(i)), 202, "")
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := playerEnvsWith(t, b, 1, func(c *store.Config) { c.Offline.MaxLen = userlog.MinMaxLen })[0]
+		alice, aliceID := e.guest("alice")
+		carol, carolID := e.guest("carol")
+		want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": []string{carolID}}), 200, "")
+		msg := func(n int) map[string]any { return map[string]any{"type": "chat", "data": n} }
+		for i := range 3 {
+			want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", carol, msg(i)), 202, "")
+		}
+		var strangers []string
+		for i := range 5 {
+			tok, _ := e.guest(fmt.Sprint("mallory-", i))
+			strangers = append(strangers, tok)
+		}
+		sent := 0
+		for i := range 3 * share {
+			switch r := e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[i%5], msg(100+i)); r.status {
+			case 202:
+				sent++
+			default:
+				want(t, r, 409, "INBOX_FULL")
 			}
-			var strangers []string
-			for i := range 5 {
-				tok, _ := e.guest(fmt.Sprint("mallory-", i))
-				strangers = append(strangers, tok)
+		}
+		if sent != share {
+			t.Fatalf("%d strangers' messages sent, want %d", sent, share)
+		}
+		room := e.create(strangers[0], arena)["id"].(string)
+		want(t, e.do("POST", "/v1/rooms/"+room+"/invites", strangers[0], map[string]any{"userId": aliceID}), 409, "INBOX_FULL")
+		want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", carol, msg(3)), 202, "")
+		// alice is back: the friend's messages first, then the strangers'
+		// and the friend's last
+		pc := e.me(alice, "pc")
+		if f := pc.next(); f.event != "snapshot" || f.data["pending"] != float64(3+share+1) {
+			t.Fatalf("alice's opening: %+v, want a snapshot with %d pending", f, 3+share+1)
+		}
+		for i := range 3 + share + 1 {
+			f := pc.next()
+			from, _ := f.data["from"].(map[string]any)
+			if isCarol := from["userId"] == carolID; isCarol != (i < 3 || i == 3+share) {
+				t.Fatalf("pending event %d from %v", i, from["userId"])
 			}
-			sent := 0
-			for i := range 3 * share {
-				switch r := e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[i%5], msg(100+i)); r.status {
-				case 202:
-					sent++
-				default:
-					want(t, r, 409, "INBOX_FULL")
-				}
-			}
-			if sent != share {
-				t.Fatalf("%d strangers' messages sent, want %d", sent, share)
-			}
-			room := e.create(strangers[0], arena)["id"].(string)
-			want(t, e.do("POST", "/v1/rooms/"+room+"/invites", strangers[0], map[string]any{"userId": aliceID}), 409, "INBOX_FULL")
-			want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", carol, msg(3)), 202, "")
-			// alice is back: the friend's messages first, then the strangers'
-			// and the friend's last
-			pc := e.me(alice, "pc")
-			if f := pc.next(); f.event != "snapshot" || f.data["pending"] != float64(3+share+1) {
-				t.Fatalf("alice's opening: %+v, want a snapshot with %d pending", f, 3+share+1)
-			}
-			for i := range 3 + share + 1 {
-				f := pc.next()
-				from, _ := f.data["from"].(map[string]any)
-				if isCarol := from["userId"] == carolID; isCarol != (i < 3 || i == 3+share) {
-					t.Fatalf("pending event %d from %v", i, from["userId"])
-				}
-			}
-			// delivered: strangers send again
-			wait.Within(t, 10*time.Second, "the strangers' messages delivered", func() bool {
-				return e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[1], msg(0)).status == 202
-			})
-			pc.close()
+		}
+		// delivered: strangers send again
+		wait.Within(t, 10*time.Second, "the strangers' messages delivered", func() bool {
+			return e.do("POST", "/v1/users/"+aliceID+"/messages", strangers[1], msg(0)).status == 202
 		})
-	}
+		pc.close()
+	})
 }
 
 // A guest's following is kept as long as its identity, a day after its
@@ -764,118 +750,116 @@ func TestGuestFollowingKeptADay(t *testing.T) {
 // user id, an API key's or the caller's own is 422 naming leaderUserId and
 // changes nothing.
 func TestMeParty(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := newEnv(t, b, true)
-			ctx := context.Background()
-			alice, aliceID := e.guest("alice")
-			partyKeys := func() []string {
-				t.Helper()
-				keys, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:party:*")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return keys
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b, true)
+		ctx := context.Background()
+		alice, aliceID := e.guest("alice")
+		partyKeys := func() []string {
+			t.Helper()
+			keys, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:party:*")
+			if err != nil {
+				t.Fatal(err)
 			}
-			want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
-			want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
-			join := func(leader string) time.Time {
-				t.Helper()
-				before := time.Now()
-				r := e.do("PUT", "/v1/me/party", alice, map[string]any{"leaderUserId": leader})
-				want(t, r, 200, "")
-				exp, err := time.Parse(time.RFC3339Nano, r.body["expiresAt"].(string))
-				// a join refused by a party of the same millisecond asks 1 ms
-				// past it (a user's parties never share an expiry): at most
-				// a few ms past now + PartyTTL
-				if r.body["leaderUserId"] != leader || err != nil ||
-					exp.Before(before.Add(players.PartyTTL-time.Second)) || exp.After(time.Now().Add(players.PartyTTL+10*time.Millisecond)) {
-					t.Fatalf("joined %s: %v (%v)", leader, r.body, err)
-				}
-				g := e.do("GET", "/v1/me/party", alice, nil)
-				want(t, g, 200, "")
-				if g.body["leaderUserId"] != leader || g.body["expiresAt"] != r.body["expiresAt"] {
-					t.Fatalf("read %v after joining %v", g.body, r.body)
-				}
-				keys := partyKeys()
-				if len(keys) != 1 {
-					t.Fatalf("party keys %v", keys)
-				}
-				if ttl := e.store.Client().PTTL(ctx, keys[0]).Val(); ttl <= players.PartyTTL-time.Minute || ttl > players.PartyTTL {
-					t.Fatalf("the party's key expires in %s, want about %s", ttl, players.PartyTTL)
-				}
-				return exp
+			return keys
+		}
+		want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
+		want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
+		join := func(leader string) time.Time {
+			t.Helper()
+			before := time.Now()
+			r := e.do("PUT", "/v1/me/party", alice, map[string]any{"leaderUserId": leader})
+			want(t, r, 200, "")
+			exp, err := time.Parse(time.RFC3339Nano, r.body["expiresAt"].(string))
+			// a join refused by a party of the same millisecond asks 1 ms
+			// past it (a user's parties never share an expiry): at most
+			// a few ms past now + PartyTTL
+			if r.body["leaderUserId"] != leader || err != nil ||
+				exp.Before(before.Add(players.PartyTTL-time.Second)) || exp.After(time.Now().Add(players.PartyTTL+10*time.Millisecond)) {
+				t.Fatalf("joined %s: %v (%v)", leader, r.body, err)
 			}
-			bob, bobID := e.guest("bob")
-			carol, carolID := e.guest("carol")
-			lists := func(leader string, members ...string) {
-				t.Helper()
-				r := e.do("GET", "/v1/me/party/members", leader, nil)
-				want(t, r, 200, "")
-				ms, _ := r.body["members"].([]any)
-				got := make([]string, len(ms))
-				for i, m := range ms {
-					m := m.(map[string]any)
-					got[i], _ = m["userId"].(string)
-					if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] == nil || m["expiresAt"] != g.body["expiresAt"] {
-						t.Fatalf("listed %v; the member's party: %v", m, g.body)
-					}
-				}
-				if !slices.Equal(got, members) {
-					t.Fatalf("members %s, want %v", r.raw, members)
+			g := e.do("GET", "/v1/me/party", alice, nil)
+			want(t, g, 200, "")
+			if g.body["leaderUserId"] != leader || g.body["expiresAt"] != r.body["expiresAt"] {
+				t.Fatalf("read %v after joining %v", g.body, r.body)
+			}
+			keys := partyKeys()
+			if len(keys) != 1 {
+				t.Fatalf("party keys %v", keys)
+			}
+			if ttl := e.store.Client().PTTL(ctx, keys[0]).Val(); ttl <= players.PartyTTL-time.Minute || ttl > players.PartyTTL {
+				t.Fatalf("the party's key expires in %s, want about %s", ttl, players.PartyTTL)
+			}
+			return exp
+		}
+		bob, bobID := e.guest("bob")
+		carol, carolID := e.guest("carol")
+		lists := func(leader string, members ...string) {
+			t.Helper()
+			r := e.do("GET", "/v1/me/party/members", leader, nil)
+			want(t, r, 200, "")
+			ms, _ := r.body["members"].([]any)
+			got := make([]string, len(ms))
+			for i, m := range ms {
+				m := m.(map[string]any)
+				got[i], _ = m["userId"].(string)
+				if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] == nil || m["expiresAt"] != g.body["expiresAt"] {
+					t.Fatalf("listed %v; the member's party: %v", m, g.body)
 				}
 			}
-			lists(bob)
-			join(bobID)
-			lists(bob, aliceID)
-			e.store.Client().PExpire(ctx, partyKeys()[0], time.Minute)
-			join(bobID) // renewed
-			lists(bob, aliceID)
-			join(carolID)
-			lists(bob)
-			lists(carol, aliceID)
-			for _, c := range []struct {
-				body   any
-				status int
-				code   string
-			}{
-				{map[string]any{}, 422, "VALIDATION_FAILED"},
-				{map[string]any{"leaderUserId": ""}, 422, "VALIDATION_FAILED"},
-				{map[string]any{"leaderUserId": "a b"}, 422, "VALIDATION_FAILED"},
-				{map[string]any{"leaderUserId": strings.Repeat("x", 129)}, 422, "VALIDATION_FAILED"},
-				{map[string]any{"leaderUserId": "key:ops"}, 422, "VALIDATION_FAILED"},
-				{map[string]any{"leaderUserId": aliceID}, 422, "VALIDATION_FAILED"},
-				{map[string]any{"leaderUserId": 7}, 400, "MALFORMED_REQUEST"},
-				{map[string]any{"leaderUserId": "u-bob", "extra": 1}, 422, "VALIDATION_FAILED"},
-			} {
-				r := e.do("PUT", "/v1/me/party", alice, c.body)
-				want(t, r, c.status, c.code)
-				field := "leaderUserId"
-				if _, ok := c.body.(map[string]any)["extra"]; ok {
-					field = "extra"
-				}
-				if c.status == 422 && !strings.Contains(r.raw, `"field":"`+field+`"`) {
-					t.Errorf("%v: %s", c.body, r.raw)
-				}
+			if !slices.Equal(got, members) {
+				t.Fatalf("members %s, want %v", r.raw, members)
 			}
-			if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] != carolID {
-				t.Fatalf("party after refused joins: %v", g.body)
+		}
+		lists(bob)
+		join(bobID)
+		lists(bob, aliceID)
+		e.store.Client().PExpire(ctx, partyKeys()[0], time.Minute)
+		join(bobID) // renewed
+		lists(bob, aliceID)
+		join(carolID)
+		lists(bob)
+		lists(carol, aliceID)
+		for _, c := range []struct {
+			body   any
+			status int
+			code   string
+		}{
+			{map[string]any{}, 422, "VALIDATION_FAILED"},
+			{map[string]any{"leaderUserId": ""}, 422, "VALIDATION_FAILED"},
+			{map[string]any{"leaderUserId": "a b"}, 422, "VALIDATION_FAILED"},
+			{map[string]any{"leaderUserId": strings.Repeat("x", 129)}, 422, "VALIDATION_FAILED"},
+			{map[string]any{"leaderUserId": "key:ops"}, 422, "VALIDATION_FAILED"},
+			{map[string]any{"leaderUserId": aliceID}, 422, "VALIDATION_FAILED"},
+			{map[string]any{"leaderUserId": 7}, 400, "MALFORMED_REQUEST"},
+			{map[string]any{"leaderUserId": "u-bob", "extra": 1}, 422, "VALIDATION_FAILED"},
+		} {
+			r := e.do("PUT", "/v1/me/party", alice, c.body)
+			want(t, r, c.status, c.code)
+			field := "leaderUserId"
+			if _, ok := c.body.(map[string]any)["extra"]; ok {
+				field = "extra"
 			}
-			lists(carol, aliceID)
-			want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
-			want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
-			lists(carol)
-			// the left party's expiry is kept without a leader until then
-			// (a join meanwhile takes a later one)
-			if keys := partyKeys(); len(keys) != 1 {
-				t.Fatalf("party keys after leaving: %v", keys)
-			} else if v, ttl := e.store.Client().Get(ctx, keys[0]).Val(), e.store.Client().PTTL(ctx, keys[0]).Val(); strings.Contains(v, " ") || ttl <= players.PartyTTL-time.Minute || ttl > players.PartyTTL {
-				t.Fatalf("the left party's key holds %q for %s", v, ttl)
+			if c.status == 422 && !strings.Contains(r.raw, `"field":"`+field+`"`) {
+				t.Errorf("%v: %s", c.body, r.raw)
 			}
-			want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
-			if keys, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:partymembers:*"); err != nil || len(keys) != 0 {
-				t.Fatalf("party members' lists left after the last member left: %v %v", keys, err)
-			}
-		})
-	}
+		}
+		if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] != carolID {
+			t.Fatalf("party after refused joins: %v", g.body)
+		}
+		lists(carol, aliceID)
+		want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
+		want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
+		lists(carol)
+		// the left party's expiry is kept without a leader until then
+		// (a join meanwhile takes a later one)
+		if keys := partyKeys(); len(keys) != 1 {
+			t.Fatalf("party keys after leaving: %v", keys)
+		} else if v, ttl := e.store.Client().Get(ctx, keys[0]).Val(), e.store.Client().PTTL(ctx, keys[0]).Val(); strings.Contains(v, " ") || ttl <= players.PartyTTL-time.Minute || ttl > players.PartyTTL {
+			t.Fatalf("the left party's key holds %q for %s", v, ttl)
+		}
+		want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
+		if keys, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:partymembers:*"); err != nil || len(keys) != 0 {
+			t.Fatalf("party members' lists left after the last member left: %v %v", keys, err)
+		}
+	})
 }

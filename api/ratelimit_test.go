@@ -63,31 +63,29 @@ func want429(t *testing.T, r resp, code, policy string, q, w, maxRetry int) {
 }
 
 func TestRateLimitPerUser(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "create=3/h")
-			alice, _ := e.guest("alice")
-			for i := range 3 {
-				r := e.do("POST", "/v1/rooms", alice, arena)
-				want(t, r, 201, "")
-				if got, wantRL := r.header.Get("RateLimit"), `"create.user";r=`+strconv.Itoa(2-i)+";t="; !strings.HasPrefix(got, wantRL) {
-					t.Fatalf("create %d: RateLimit %q, want it to start %s", i+1, got, wantRL)
-				}
-				if p := r.header.Get("RateLimit-Policy"); p != `"create.user";q=3;w=3600, "create.ip";q=60;w=30` {
-					t.Fatalf("RateLimit-Policy %q", p)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "create=3/h")
+		alice, _ := e.guest("alice")
+		for i := range 3 {
+			r := e.do("POST", "/v1/rooms", alice, arena)
+			want(t, r, 201, "")
+			if got, wantRL := r.header.Get("RateLimit"), `"create.user";r=`+strconv.Itoa(2-i)+";t="; !strings.HasPrefix(got, wantRL) {
+				t.Fatalf("create %d: RateLimit %q, want it to start %s", i+1, got, wantRL)
 			}
-			want429(t, e.do("POST", "/v1/rooms", alice, arena), "RATE_LIMITED", "create.user", 3, 3600, 1200)
-			// another user from the same address has a budget of its own
-			bob, _ := e.guest("bob")
-			want(t, e.do("POST", "/v1/rooms", bob, arena), 201, "")
-			// other classes are not touched
-			want(t, e.do("GET", "/v1/rooms", alice, nil), 200, "")
-			if v := e.scrape().value("realsync_rate_limited_total", "class", "create", "scope", "user"); v != 1 {
-				t.Fatalf("realsync_rate_limited_total{create,user} = %v, want 1", v)
+			if p := r.header.Get("RateLimit-Policy"); p != `"create.user";q=3;w=3600, "create.ip";q=60;w=30` {
+				t.Fatalf("RateLimit-Policy %q", p)
 			}
-		})
-	}
+		}
+		want429(t, e.do("POST", "/v1/rooms", alice, arena), "RATE_LIMITED", "create.user", 3, 3600, 1200)
+		// another user from the same address has a budget of its own
+		bob, _ := e.guest("bob")
+		want(t, e.do("POST", "/v1/rooms", bob, arena), 201, "")
+		// other classes are not touched
+		want(t, e.do("GET", "/v1/rooms", alice, nil), 200, "")
+		if v := e.scrape().value("realsync_rate_limited_total", "class", "create", "scope", "user"); v != 1 {
+			t.Fatalf("realsync_rate_limited_total{create,user} = %v, want 1", v)
+		}
+	})
 }
 
 // Several users behind one address share its budget.
@@ -122,40 +120,38 @@ func TestRateLimitUnauthenticated(t *testing.T) {
 // share the messages cap (a sender at most half of it), and invites count
 // on the room's.
 func TestDirectMessageRateLimit(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "messages=4/h")
-			alice, _ := e.guest("alice")
-			carol, _ := e.guest("carol")
-			_, bobID := e.guest("bob")
-			_, danID := e.guest("dan")
-			msg := map[string]any{"type": "chat", "data": "hi"}
-			for range 2 {
-				want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), 202, "")
-			}
-			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-			want(t, e.do("POST", "/v1/users/"+danID+"/messages", alice, msg), 202, "") // another inbox
-			for range 2 {
-				want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
-			}
-			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-			// another spelling of bob's id is bob's inbox
-			spelled := fmt.Sprintf("%%%02X", bobID[0]) + bobID[1:]
-			want429(t, e.do("POST", "/v1/users/"+spelled+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-			// invites count on the room and on the recipient's inbox
-			_, erinID := e.guest("erin")
-			_, frankID := e.guest("frank")
-			id := e.create(alice, arena)["id"].(string)
-			for range 2 {
-				want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": erinID}), 202, "")
-			}
-			want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": frankID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-			gus, _ := e.guest("gus")
-			g := e.create(gus, arena)["id"].(string)
-			want429(t, e.do("POST", "/v1/rooms/"+g+"/invites", gus, map[string]any{"userId": bobID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-			want(t, e.do("POST", "/v1/rooms/"+g+"/invites", gus, map[string]any{"userId": frankID}), 202, "")
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "messages=4/h")
+		alice, _ := e.guest("alice")
+		carol, _ := e.guest("carol")
+		_, bobID := e.guest("bob")
+		_, danID := e.guest("dan")
+		msg := map[string]any{"type": "chat", "data": "hi"}
+		for range 2 {
+			want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), 202, "")
+		}
+		want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		want(t, e.do("POST", "/v1/users/"+danID+"/messages", alice, msg), 202, "") // another inbox
+		for range 2 {
+			want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
+		}
+		want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		// another spelling of bob's id is bob's inbox
+		spelled := fmt.Sprintf("%%%02X", bobID[0]) + bobID[1:]
+		want429(t, e.do("POST", "/v1/users/"+spelled+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		// invites count on the room and on the recipient's inbox
+		_, erinID := e.guest("erin")
+		_, frankID := e.guest("frank")
+		id := e.create(alice, arena)["id"].(string)
+		for range 2 {
+			want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": erinID}), 202, "")
+		}
+		want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": frankID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		gus, _ := e.guest("gus")
+		g := e.create(gus, arena)["id"].(string)
+		want429(t, e.do("POST", "/v1/rooms/"+g+"/invites", gus, map[string]any{"userId": bobID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		want(t, e.do("POST", "/v1/rooms/"+g+"/invites", gus, map[string]any{"userId": frankID}), 202, "")
+	})
 }
 
 // A user's inbox keeps a share for the users they follow: strangers who
@@ -165,33 +161,31 @@ func TestDirectMessageRateLimit(t *testing.T) {
 // with the strangers again. (Before, 20 accounts on each of 3 addresses
 // kept a friend's messages refused half the time.)
 func TestInboxKeepsAShareForFollowedSenders(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "messages=4/h")
-			bob, bobID := e.guest("bob")
-			carol, carolID := e.guest("carol")
-			dan, danID := e.guest("dan")
-			want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, danID}}), 200, "")
-			msg := map[string]any{"type": "chat", "data": "hi"}
-			r := fillInboxFromStrangers(t, e, bobID, msg)
-			if d, _ := r.body["detail"].(string); !strings.Contains(d, "to this user (a sender") {
-				t.Fatalf("a stranger refused: %q, want it to name the user's inbox", d)
-			}
-			// carol, followed: a message and an invite; dan, followed: a party ticket
-			want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
-			room := e.create(carol, arena)["id"].(string)
-			want(t, e.do("POST", "/v1/rooms/"+room+"/invites", carol, map[string]any{"userId": bobID}), 202, "")
-			r = e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg)
-			want429(t, r, "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-			if d, _ := r.body["detail"].(string); !strings.Contains(d, "from the users they follow") {
-				t.Fatalf("a followed sender past half the share: %q, want it to name the share", d)
-			}
-			want(t, e.do("POST", "/v1/matchmaking/tickets", dan, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{bobID}}), 201, "")
-			// unfollowed, dan counts with the strangers: refused
-			want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID}}), 200, "")
-			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", dan, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "messages=4/h")
+		bob, bobID := e.guest("bob")
+		carol, carolID := e.guest("carol")
+		dan, danID := e.guest("dan")
+		want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, danID}}), 200, "")
+		msg := map[string]any{"type": "chat", "data": "hi"}
+		r := fillInboxFromStrangers(t, e, bobID, msg)
+		if d, _ := r.body["detail"].(string); !strings.Contains(d, "to this user (a sender") {
+			t.Fatalf("a stranger refused: %q, want it to name the user's inbox", d)
+		}
+		// carol, followed: a message and an invite; dan, followed: a party ticket
+		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
+		room := e.create(carol, arena)["id"].(string)
+		want(t, e.do("POST", "/v1/rooms/"+room+"/invites", carol, map[string]any{"userId": bobID}), 202, "")
+		r = e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg)
+		want429(t, r, "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		if d, _ := r.body["detail"].(string); !strings.Contains(d, "from the users they follow") {
+			t.Fatalf("a followed sender past half the share: %q, want it to name the share", d)
+		}
+		want(t, e.do("POST", "/v1/matchmaking/tickets", dan, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{bobID}}), 201, "")
+		// unfollowed, dan counts with the strangers: refused
+		want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID}}), 200, "")
+		want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", dan, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+	})
 }
 
 // Direct messages and invites are counted on the sender's own "direct"
@@ -201,31 +195,29 @@ func TestInboxKeepsAShareForFollowedSenders(t *testing.T) {
 // user ids (a tester: 24 a second from one guest, 5.6 KB of Redis each,
 // kept 7 days). Other writes keep their own budget.
 func TestDirectLimitPerSender(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "direct=3/h")
-			alice, _ := e.guest("alice")
-			msg := map[string]any{"type": "chat", "data": "hi"}
-			id := e.create(alice, arena)["id"].(string)
-			for i := range 3 { // each to another, made-up, inbox
-				path := fmt.Sprintf("/v1/users/nobody-%d/messages", i)
-				if i == 2 {
-					want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": "nobody-2"}), 202, "")
-					continue
-				}
-				want(t, e.do("POST", path, alice, msg), 202, "")
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "direct=3/h")
+		alice, _ := e.guest("alice")
+		msg := map[string]any{"type": "chat", "data": "hi"}
+		id := e.create(alice, arena)["id"].(string)
+		for i := range 3 { // each to another, made-up, inbox
+			path := fmt.Sprintf("/v1/users/nobody-%d/messages", i)
+			if i == 2 {
+				want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": "nobody-2"}), 202, "")
+				continue
 			}
-			want429(t, e.do("POST", "/v1/users/nobody-3/messages", alice, msg), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
-			want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": "nobody-4"}), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
-			// the room's own writes are not touched
-			want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), 202, "")
-			bob, _ := e.guest("bob")
-			want(t, e.do("POST", "/v1/users/nobody-3/messages", bob, msg), 202, "")
-			if v := e.scrape().value("realsync_rate_limited_total", "class", "direct", "scope", "user"); v != 2 {
-				t.Fatalf("realsync_rate_limited_total{direct,user} = %v, want 2", v)
-			}
-		})
-	}
+			want(t, e.do("POST", path, alice, msg), 202, "")
+		}
+		want429(t, e.do("POST", "/v1/users/nobody-3/messages", alice, msg), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
+		want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": "nobody-4"}), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
+		// the room's own writes are not touched
+		want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), 202, "")
+		bob, _ := e.guest("bob")
+		want(t, e.do("POST", "/v1/users/nobody-3/messages", bob, msg), 202, "")
+		if v := e.scrape().value("realsync_rate_limited_total", "class", "direct", "scope", "user"); v != 2 {
+			t.Fatalf("realsync_rate_limited_total{direct,user} = %v, want 2", v)
+		}
+	})
 }
 
 // writeKey makes an API key gs-1 of scope rooms:write: the key, and the
@@ -285,32 +277,30 @@ func TestInboxSparesAPIKeysFromStrangers(t *testing.T) {
 // A room's message cap is shared by its members; one member gets at most
 // half of it, and its refused messages do not use up the others' part.
 func TestRoomRateLimit(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "messages=6/h")
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			id := e.create(alice, arena)["id"].(string)
-			want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
-			msg := map[string]any{"type": "chat", "data": "hi"}
-			for range 3 {
-				want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), 202, "")
-			}
-			for range 5 {
-				want429(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
-			}
-			for range 3 {
-				want(t, e.do("POST", "/v1/rooms/"+id+"/messages", bob, msg), 202, "")
-			}
-			want429(t, e.do("POST", "/v1/rooms/"+id+"/messages", bob, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
-			// state patches have a cap of their own
-			r := e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"a":1}`, "Content-Type", "application/merge-patch+json")
-			want(t, r, 200, "")
-			if v := e.scrape().value("realsync_rate_limited_total", "class", "messages", "scope", "room"); v != 6 {
-				t.Fatalf("metric = %v, want 6", v)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "messages=6/h")
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		id := e.create(alice, arena)["id"].(string)
+		want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
+		msg := map[string]any{"type": "chat", "data": "hi"}
+		for range 3 {
+			want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), 202, "")
+		}
+		for range 5 {
+			want429(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
+		}
+		for range 3 {
+			want(t, e.do("POST", "/v1/rooms/"+id+"/messages", bob, msg), 202, "")
+		}
+		want429(t, e.do("POST", "/v1/rooms/"+id+"/messages", bob, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
+		// state patches have a cap of their own
+		r := e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"a":1}`, "Content-Type", "application/merge-patch+json")
+		want(t, r, 200, "")
+		if v := e.scrape().value("realsync_rate_limited_total", "class", "messages", "scope", "room"); v != 6 {
+			t.Fatalf("metric = %v, want 6", v)
+		}
+	})
 }
 
 // Requests refused otherwise take nothing from a room's (or an inbox's)
@@ -318,67 +308,65 @@ func TestRoomRateLimit(t *testing.T) {
 // public room, 404 in a private one) and malformed ones leave the members
 // their whole share, and the invited user's inbox its whole budget.
 func TestRoomRateLimitSparedByRefusals(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "messages=6/h,patches=6/h")
-			alice, _ := e.guest("alice")
-			bob, bobID := e.guest("bob")
-			pub := e.create(alice, arena)["id"].(string)
-			priv := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["id"].(string)
-			msg := map[string]any{"type": "chat", "data": "hi"}
-			patch := func(room, token string) resp {
-				return e.do("PATCH", "/v1/rooms/"+room+"/state", token, `{"a":1}`, "Content-Type", "application/merge-patch+json")
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "messages=6/h,patches=6/h")
+		alice, _ := e.guest("alice")
+		bob, bobID := e.guest("bob")
+		pub := e.create(alice, arena)["id"].(string)
+		priv := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["id"].(string)
+		msg := map[string]any{"type": "chat", "data": "hi"}
+		patch := func(room, token string) resp {
+			return e.do("PATCH", "/v1/rooms/"+room+"/state", token, `{"a":1}`, "Content-Type", "application/merge-patch+json")
+		}
+		for i := range 3 {
+			stranger, _ := e.guest(fmt.Sprint("stranger", i))
+			for range 4 {
+				want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", stranger, msg), 403, "NOT_A_MEMBER")
+				want(t, e.do("POST", "/v1/rooms/"+priv+"/messages", stranger, msg), 404, "ROOM_NOT_FOUND")
+				want(t, patch(pub, stranger), 403, "NOT_A_MEMBER")
+				want(t, patch(priv, stranger), 404, "ROOM_NOT_FOUND")
+				want(t, e.do("POST", "/v1/rooms/"+pub+"/invites", stranger, map[string]any{"userId": bobID}), 403, "NOT_A_MEMBER")
 			}
-			for i := range 3 {
-				stranger, _ := e.guest(fmt.Sprint("stranger", i))
-				for range 4 {
-					want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", stranger, msg), 403, "NOT_A_MEMBER")
-					want(t, e.do("POST", "/v1/rooms/"+priv+"/messages", stranger, msg), 404, "ROOM_NOT_FOUND")
-					want(t, patch(pub, stranger), 403, "NOT_A_MEMBER")
-					want(t, patch(priv, stranger), 404, "ROOM_NOT_FOUND")
-					want(t, e.do("POST", "/v1/rooms/"+pub+"/invites", stranger, map[string]any{"userId": bobID}), 403, "NOT_A_MEMBER")
-				}
-			}
-			want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", alice, map[string]any{"type": "chat"}), 422, "VALIDATION_FAILED")
-			for range 3 { // a malformed If-Match, answered by the handler
-				want(t, e.do("PATCH", "/v1/rooms/"+pub+"/state", alice, `{"a":1}`, "Content-Type", "application/merge-patch+json", "If-Match", "1"), 422, "VALIDATION_FAILED")
-			}
-			// malformed headers, answered before the route's middlewares
-			for i := range 3 {
-				stranger, _ := e.guest(fmt.Sprint("header", i))
-				for range 3 {
-					r := e.do("POST", "/v1/rooms/"+pub+"/messages", stranger, msg, "Idempotency-Key", "a", "Idempotency-Key", "b")
-					if r.status != 400 && r.status != 422 {
-						t.Fatalf("two Idempotency-Keys: %d %s", r.status, r.raw)
-					}
-					r = e.do("PATCH", "/v1/rooms/"+pub+"/state", stranger, `{"a":1}`, "Content-Type", "application/merge-patch+json", "If-Match", `"1"`, "If-Match", `"2"`)
-					if r.status != 400 && r.status != 422 {
-						t.Fatalf("two If-Matches: %d %s", r.status, r.raw)
-					}
-				}
-			}
-			// every member's share is whole: half the room's 6
-			for _, room := range []string{pub, priv} {
-				for range 3 {
-					want(t, e.do("POST", "/v1/rooms/"+room+"/messages", alice, msg), 202, "")
-					want(t, patch(room, alice), 200, "")
-				}
-				want429(t, e.do("POST", "/v1/rooms/"+room+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
-			}
-			want(t, e.do("POST", "/v1/rooms/"+pub+"/join", bob, nil), 200, "")
+		}
+		want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", alice, map[string]any{"type": "chat"}), 422, "VALIDATION_FAILED")
+		for range 3 { // a malformed If-Match, answered by the handler
+			want(t, e.do("PATCH", "/v1/rooms/"+pub+"/state", alice, `{"a":1}`, "Content-Type", "application/merge-patch+json", "If-Match", "1"), 422, "VALIDATION_FAILED")
+		}
+		// malformed headers, answered before the route's middlewares
+		for i := range 3 {
+			stranger, _ := e.guest(fmt.Sprint("header", i))
 			for range 3 {
-				want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", bob, msg), 202, "")
-			}
-			// bob's inbox: the strangers' 12 refused invites took none of it
-			carol, _ := e.guest("carol")
-			dan, _ := e.guest("dan")
-			for _, from := range []string{carol, dan} {
-				for range 3 {
-					want(t, e.do("POST", "/v1/users/"+bobID+"/messages", from, msg), 202, "")
+				r := e.do("POST", "/v1/rooms/"+pub+"/messages", stranger, msg, "Idempotency-Key", "a", "Idempotency-Key", "b")
+				if r.status != 400 && r.status != 422 {
+					t.Fatalf("two Idempotency-Keys: %d %s", r.status, r.raw)
+				}
+				r = e.do("PATCH", "/v1/rooms/"+pub+"/state", stranger, `{"a":1}`, "Content-Type", "application/merge-patch+json", "If-Match", `"1"`, "If-Match", `"2"`)
+				if r.status != 400 && r.status != 422 {
+					t.Fatalf("two If-Matches: %d %s", r.status, r.raw)
 				}
 			}
-		})
-	}
+		}
+		// every member's share is whole: half the room's 6
+		for _, room := range []string{pub, priv} {
+			for range 3 {
+				want(t, e.do("POST", "/v1/rooms/"+room+"/messages", alice, msg), 202, "")
+				want(t, patch(room, alice), 200, "")
+			}
+			want429(t, e.do("POST", "/v1/rooms/"+room+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
+		}
+		want(t, e.do("POST", "/v1/rooms/"+pub+"/join", bob, nil), 200, "")
+		for range 3 {
+			want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", bob, msg), 202, "")
+		}
+		// bob's inbox: the strangers' 12 refused invites took none of it
+		carol, _ := e.guest("carol")
+		dan, _ := e.guest("dan")
+		for _, from := range []string{carol, dan} {
+			for range 3 {
+				want(t, e.do("POST", "/v1/users/"+bobID+"/messages", from, msg), 202, "")
+			}
+		}
+	})
 }
 
 // Stream opens per user per minute: STREAM_OPENS_LIMITED, for the room's
@@ -400,29 +388,27 @@ func TestStreamOpensLimited(t *testing.T) {
 // Only wrong invite codes count as guesses: a right code never uses the
 // budget; once it is used, even a right code waits.
 func TestCodeGuessesLimited(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "guess=2/h")
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			code := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["inviteCode"].(string)
-			for range 4 {
-				want(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": code}), 200, "")
-			}
-			for range 2 {
-				want(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": "ZZZZZZ"}), 404, "ROOM_NOT_FOUND")
-			}
-			want429(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": "ZZZZZZ"}), "CODE_GUESSES_LIMITED", "guess.user", 2, 3600, 1800)
-			want429(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": code}), "CODE_GUESSES_LIMITED", "guess.user", 2, 3600, 1800)
-			// the address' guesses: 2 wrong ones so far of its 30 (the refused
-			// ones were handed back)
-			carol, _ := e.guest("carol")
-			want(t, e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": "ZZZZZZ"}), 404, "ROOM_NOT_FOUND")
-			if s := e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": "ZZZZZZ"}).header.Get("RateLimit"); !strings.Contains(s, `"guess.ip";r=26;`) {
-				t.Fatalf("RateLimit %q, want guess.ip r=26 (30 less 4 wrong codes)", s)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := limitedEnv(t, b, "guess=2/h")
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		code := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["inviteCode"].(string)
+		for range 4 {
+			want(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": code}), 200, "")
+		}
+		for range 2 {
+			want(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": "ZZZZZZ"}), 404, "ROOM_NOT_FOUND")
+		}
+		want429(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": "ZZZZZZ"}), "CODE_GUESSES_LIMITED", "guess.user", 2, 3600, 1800)
+		want429(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": code}), "CODE_GUESSES_LIMITED", "guess.user", 2, 3600, 1800)
+		// the address' guesses: 2 wrong ones so far of its 30 (the refused
+		// ones were handed back)
+		carol, _ := e.guest("carol")
+		want(t, e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": "ZZZZZZ"}), 404, "ROOM_NOT_FOUND")
+		if s := e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": "ZZZZZZ"}).header.Get("RateLimit"); !strings.Contains(s, `"guess.ip";r=26;`) {
+			t.Fatalf("RateLimit %q, want guess.ip r=26 (30 less 4 wrong codes)", s)
+		}
+	})
 }
 
 // Guest accounts made from one address are limited on their own (every

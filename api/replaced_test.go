@@ -214,34 +214,32 @@ func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
 // none comes). (Without the tombstone read, the catch-up wrote the new
 // session's event and the stream went on until the renewal.)
 func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			var lose atomic.Bool
-			es, hub := lossyEnvsWith(t, b, time.Minute, func(string, sse.UserEvent) bool { return lose.Load() })
-			alice, aliceID, old, first := es[0].alicePC()
-			es[1].storeSend(aliceID, []byte(`{"type":"message","n":"before"}`))
-			if f := old.next(); f.event != "message" {
-				t.Fatalf("the message before: %+v", f)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		var lose atomic.Bool
+		es, hub := lossyEnvsWith(t, b, time.Minute, func(string, sse.UserEvent) bool { return lose.Load() })
+		alice, aliceID, old, first := es[0].alicePC()
+		es[1].storeSend(aliceID, []byte(`{"type":"message","n":"before"}`))
+		if f := old.next(); f.event != "message" {
+			t.Fatalf("the message before: %+v", f)
+		}
+		lose.Store(true) // the connection cut
+		repl := es[1].replacePC(alice)
+		es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
+		// (the message before too, when the new session opened before
+		// the old one recorded its delivery)
+		for f := repl.next(); f.data["n"] != "after"; f = repl.next() {
+			if f.event != "message" || f.data["n"] != "before" {
+				t.Fatalf("the new session got %+v, want the message after", f)
 			}
-			lose.Store(true) // the connection cut
-			repl := es[1].replacePC(alice)
-			es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
-			// (the message before too, when the new session opened before
-			// the old one recorded its delivery)
-			for f := repl.next(); f.data["n"] != "after"; f = repl.next() {
-				if f.event != "message" || f.data["n"] != "before" {
-					t.Fatalf("the new session got %+v, want the message after", f)
-				}
-			}
-			lose.Store(false)
-			hub.ResubscribedUser(aliceID) // the connection back
-			f := old.next()
-			if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 1.0 {
-				t.Fatalf("the replaced session got %+v, want its session_replaced (seq 1, no id), not the new session's message", f)
-			}
-			endsReplaced(t, old, f)
-		})
-	}
+		}
+		lose.Store(false)
+		hub.ResubscribedUser(aliceID) // the connection back
+		f := old.next()
+		if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 1.0 {
+			t.Fatalf("the replaced session got %+v, want its session_replaced (seq 1, no id), not the new session's message", f)
+		}
+		endsReplaced(t, old, f)
+	})
 }
 
 // A replaced session whose instance lost logged events before the
@@ -251,27 +249,25 @@ func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
 // when the live message was lost too. (The live session_replaced used to
 // end the stream at once, the events it had missed unwritten.)
 func TestMeStreamReplacedCatchesUpBeforeItsLiveMessage(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			var lose atomic.Bool
-			es, _ := lossyEnvsWith(t, b, time.Minute, func(_ string, e sse.UserEvent) bool { return lose.Load() && !e.Notice })
-			alice, aliceID, old, first := es[0].alicePC()
-			lose.Store(true) // logged events lost, not the notice
-			for i := range 2 {
-				es[1].storeSend(aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i))
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		var lose atomic.Bool
+		es, _ := lossyEnvsWith(t, b, time.Minute, func(_ string, e sse.UserEvent) bool { return lose.Load() && !e.Notice })
+		alice, aliceID, old, first := es[0].alicePC()
+		lose.Store(true) // logged events lost, not the notice
+		for i := range 2 {
+			es[1].storeSend(aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i))
+		}
+		es[1].replacePC(alice)
+		es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
+		for i := range 2 {
+			if f := old.next(); f.event != "message" || f.data["n"] != float64(i) || f.id == "" {
+				t.Fatalf("the replaced session's event %d: %+v, want message %d", i, f, i)
 			}
-			es[1].replacePC(alice)
-			es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
-			for i := range 2 {
-				if f := old.next(); f.event != "message" || f.data["n"] != float64(i) || f.id == "" {
-					t.Fatalf("the replaced session's event %d: %+v, want message %d", i, f, i)
-				}
-			}
-			f := old.next()
-			if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 2.0 {
-				t.Fatalf("the replaced session got %+v, want its session_replaced (seq 2, no id)", f)
-			}
-			endsReplaced(t, old, f)
-		})
-	}
+		}
+		f := old.next()
+		if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 2.0 {
+			t.Fatalf("the replaced session got %+v, want its session_replaced (seq 2, no id)", f)
+		}
+		endsReplaced(t, old, f)
+	})
 }

@@ -219,23 +219,21 @@ func TestUsedStreamTokenSpendsNoUserLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := newEnv(t, b, true, func(c *api.Config, st *store.Store, prefix string) {
-				c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix, RoomTag: st.RoomTag})
-				c.RateLimits = set
-			})
-			alice, _ := e.guest("alice")
-			path := "/v1/me/events?platform=pc&token=" + e.do("POST", "/v1/me/stream-token", alice, nil).body["token"].(string) // 1 of 4
-			s := e.open(path)                                                                                                   // 2 of 4
-			defer s.close()
-			for range 10 {
-				e.refused(path, 401, "UNAUTHENTICATED")
-			}
-			r := e.do("POST", "/v1/me/stream-token", alice, nil) // 3 of 4
-			want(t, r, 201, "")
-			e.open("/v1/me/events?platform=web&token=" + r.body["token"].(string)).close() // 4 of 4
-			want(t, e.do("POST", "/v1/me/stream-token", alice, nil), 429, "RATE_LIMITED")  // the limit holds
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b, true, func(c *api.Config, st *store.Store, prefix string) {
+			c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix, RoomTag: st.RoomTag})
+			c.RateLimits = set
 		})
-	}
+		alice, _ := e.guest("alice")
+		path := "/v1/me/events?platform=pc&token=" + e.do("POST", "/v1/me/stream-token", alice, nil).body["token"].(string) // 1 of 4
+		s := e.open(path)                                                                                                   // 2 of 4
+		defer s.close()
+		for range 10 {
+			e.refused(path, 401, "UNAUTHENTICATED")
+		}
+		r := e.do("POST", "/v1/me/stream-token", alice, nil) // 3 of 4
+		want(t, r, 201, "")
+		e.open("/v1/me/events?platform=web&token=" + r.body["token"].(string)).close() // 4 of 4
+		want(t, e.do("POST", "/v1/me/stream-token", alice, nil), 429, "RATE_LIMITED")  // the limit holds
+	})
 }

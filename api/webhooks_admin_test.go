@@ -147,72 +147,70 @@ func (de *deadEnv) list(t *testing.T, limit int) []map[string]any {
 // once, cannot be replayed twice (404 DEAD_LETTER_NOT_FOUND), and is
 // delivered again with the same webhook-id and its retry count reset.
 func TestWebhookDeadLettersOverHTTP(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			de := newDeadEnv(t, b)
-			all := de.list(t, 100)
-			if len(all) < 4 || len(all) != len(de.got) {
-				t.Fatalf("%d dead letters after %d failed tries: %v", len(all), len(de.got), all)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		de := newDeadEnv(t, b)
+		all := de.list(t, 100)
+		if len(all) < 4 || len(all) != len(de.got) {
+			t.Fatalf("%d dead letters after %d failed tries: %v", len(all), len(de.got), all)
+		}
+		types := map[string]bool{}
+		for _, l := range all {
+			ev, _ := l["event"].(map[string]any)
+			if l["endpoint"] != "ep" || l["attempts"] != float64(1) || l["lastError"] != "ep answered 503" ||
+				ev == nil || ev["type"] != l["type"] || l["failedAt"] == "" || l["messageId"] == "" {
+				t.Fatalf("dead letter %v", l)
 			}
-			types := map[string]bool{}
-			for _, l := range all {
-				ev, _ := l["event"].(map[string]any)
-				if l["endpoint"] != "ep" || l["attempts"] != float64(1) || l["lastError"] != "ep answered 503" ||
-					ev == nil || ev["type"] != l["type"] || l["failedAt"] == "" || l["messageId"] == "" {
-					t.Fatalf("dead letter %v", l)
-				}
-				types[l["type"].(string)] = true
+			types[l["type"].(string)] = true
+		}
+		for _, want := range []string{"player_joined", "player_left", "room_closed"} {
+			if !types[want] {
+				t.Fatalf("no %s among the dead letters %v", want, types)
 			}
-			for _, want := range []string{"player_joined", "player_left", "room_closed"} {
-				if !types[want] {
-					t.Fatalf("no %s among the dead letters %v", want, types)
-				}
+		}
+		one := de.list(t, 1)
+		if len(one) != len(all) {
+			t.Fatalf("paged one at a time: %d dead letters, at once %d", len(one), len(all))
+		}
+		for i := range one {
+			if one[i]["id"] != all[i]["id"] {
+				t.Fatalf("page order differs at %d: %v vs %v", i, one[i]["id"], all[i]["id"])
 			}
-			one := de.list(t, 1)
-			if len(one) != len(all) {
-				t.Fatalf("paged one at a time: %d dead letters, at once %d", len(one), len(all))
-			}
-			for i := range one {
-				if one[i]["id"] != all[i]["id"] {
-					t.Fatalf("page order differs at %d: %v vs %v", i, one[i]["id"], all[i]["id"])
-				}
-			}
+		}
 
-			id, msg := all[0]["id"].(string), all[0]["messageId"].(string)
-			de.mu.Lock()
-			de.down, de.got = false, nil
-			de.mu.Unlock()
-			// an id not as the server wrote it is no dead letter's: 404,
-			// and nothing is replayed
-			sh, entry, _ := strings.Cut(id, ".")
-			ms, seq, _ := strings.Cut(entry, "-")
-			for _, bad := range []string{"+" + id, "0" + id, "00" + id, sh + ".0" + entry, sh + ".+" + entry,
-				sh + "." + ms + "-0" + seq, sh + "." + ms + "-+" + seq, sh + "." + ms, ""} {
-				if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+bad+"/replay", adminToken, nil); r.status != 404 || r.code() != "DEAD_LETTER_NOT_FOUND" {
-					t.Fatalf("replay of %q (dead letter %q): %d %s, want 404 DEAD_LETTER_NOT_FOUND", bad, id, r.status, r.raw)
-				}
+		id, msg := all[0]["id"].(string), all[0]["messageId"].(string)
+		de.mu.Lock()
+		de.down, de.got = false, nil
+		de.mu.Unlock()
+		// an id not as the server wrote it is no dead letter's: 404,
+		// and nothing is replayed
+		sh, entry, _ := strings.Cut(id, ".")
+		ms, seq, _ := strings.Cut(entry, "-")
+		for _, bad := range []string{"+" + id, "0" + id, "00" + id, sh + ".0" + entry, sh + ".+" + entry,
+			sh + "." + ms + "-0" + seq, sh + "." + ms + "-+" + seq, sh + "." + ms, ""} {
+			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+bad+"/replay", adminToken, nil); r.status != 404 || r.code() != "DEAD_LETTER_NOT_FOUND" {
+				t.Fatalf("replay of %q (dead letter %q): %d %s, want 404 DEAD_LETTER_NOT_FOUND", bad, id, r.status, r.raw)
 			}
-			if left := de.list(t, 100); len(left) != len(all) {
-				t.Fatalf("%d dead letters after replays of ids not as written, want %d", len(left), len(all))
-			}
-			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
-				t.Fatalf("replay: %d %s", r.status, r.raw)
-			}
-			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 404 || r.code() != "DEAD_LETTER_NOT_FOUND" {
-				t.Fatalf("second replay: %d %s", r.status, r.raw)
-			}
-			if left := de.list(t, 100); len(left) != len(all)-1 {
-				t.Fatalf("%d dead letters after one replay, want %d", len(left), len(all)-1)
-			}
-			de.drain(t)
-			if len(de.got) != 1 || de.got[0].MessageID != msg || de.got[0].RetryCount != 0 || de.got[0].Endpoint != "ep" {
-				t.Fatalf("tries after the replay: %+v, want one of %s with retry count 0", de.got, msg)
-			}
-			if left := de.list(t, 100); len(left) != len(all)-1 {
-				t.Fatalf("%d dead letters after the replayed one was delivered, want %d", len(left), len(all)-1)
-			}
-		})
-	}
+		}
+		if left := de.list(t, 100); len(left) != len(all) {
+			t.Fatalf("%d dead letters after replays of ids not as written, want %d", len(left), len(all))
+		}
+		if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
+			t.Fatalf("replay: %d %s", r.status, r.raw)
+		}
+		if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 404 || r.code() != "DEAD_LETTER_NOT_FOUND" {
+			t.Fatalf("second replay: %d %s", r.status, r.raw)
+		}
+		if left := de.list(t, 100); len(left) != len(all)-1 {
+			t.Fatalf("%d dead letters after one replay, want %d", len(left), len(all)-1)
+		}
+		de.drain(t)
+		if len(de.got) != 1 || de.got[0].MessageID != msg || de.got[0].RetryCount != 0 || de.got[0].Endpoint != "ep" {
+			t.Fatalf("tries after the replay: %+v, want one of %s with retry count 0", de.got, msg)
+		}
+		if left := de.list(t, 100); len(left) != len(all)-1 {
+			t.Fatalf("%d dead letters after the replayed one was delivered, want %d", len(left), len(all)-1)
+		}
+	})
 }
 
 // A replay of a dead letter whose endpoint's backlog in its shard is at
@@ -220,37 +218,35 @@ func TestWebhookDeadLettersOverHTTP(t *testing.T) {
 // 409 WEBHOOK_BACKLOG_FULL, a problem saying so, and the letter stays
 // listed; once the backlog is below the bound it is replayed (202).
 func TestWebhookReplayOfAFullBacklogOverHTTP(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			de := newDeadEnv(t, b)
-			all, id := de.first(t)
-			sh, _, _ := strings.Cut(id, ".")
-			n, _ := strconv.Atoi(sh)
-			backlog := de.store.Base().Tag(n) + ":webhooks:backlog"
-			ctx := context.Background()
-			if err := de.store.Client().HSet(ctx, backlog, "ep", 10000).Err(); err != nil {
-				t.Fatal(err)
-			}
-			r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
-			want := fmt.Sprintf(`Endpoint "ep" has 10000 deliveries pending or retrying in shard %d, its bound REALSYNC_WEBHOOK_MAX_BACKLOG (10000): replay dead letter %s once it has caught up.`, n, id)
-			if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_BACKLOG_FULL" ||
-				detail != want || r.body["title"] != "Webhook endpoint's backlog full" {
-				t.Fatalf("replay at the bound: %d %s, want 409 WEBHOOK_BACKLOG_FULL, detail %q", r.status, r.raw, want)
-			}
-			if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
-				t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)
-			}
-			if err := de.store.Client().HSet(ctx, backlog, "ep", 9999).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
-				t.Fatalf("replay below the bound: %d %s", r.status, r.raw)
-			}
-			if err := de.store.Client().HIncrBy(ctx, backlog, "ep", -9999).Err(); err != nil { // the hand-written count gone
-				t.Fatal(err)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		de := newDeadEnv(t, b)
+		all, id := de.first(t)
+		sh, _, _ := strings.Cut(id, ".")
+		n, _ := strconv.Atoi(sh)
+		backlog := de.store.Base().Tag(n) + ":webhooks:backlog"
+		ctx := context.Background()
+		if err := de.store.Client().HSet(ctx, backlog, "ep", 10000).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
+		want := fmt.Sprintf(`Endpoint "ep" has 10000 deliveries pending or retrying in shard %d, its bound REALSYNC_WEBHOOK_MAX_BACKLOG (10000): replay dead letter %s once it has caught up.`, n, id)
+		if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_BACKLOG_FULL" ||
+			detail != want || r.body["title"] != "Webhook endpoint's backlog full" {
+			t.Fatalf("replay at the bound: %d %s, want 409 WEBHOOK_BACKLOG_FULL, detail %q", r.status, r.raw, want)
+		}
+		if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
+			t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)
+		}
+		if err := de.store.Client().HSet(ctx, backlog, "ep", 9999).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
+			t.Fatalf("replay below the bound: %d %s", r.status, r.raw)
+		}
+		if err := de.store.Client().HIncrBy(ctx, backlog, "ep", -9999).Err(); err != nil { // the hand-written count gone
+			t.Fatal(err)
+		}
+	})
 }
 
 // A replay of a dead letter whose endpoint ("ep") the endpoints file no
@@ -258,26 +254,24 @@ func TestWebhookReplayOfAFullBacklogOverHTTP(t *testing.T) {
 // the letter stays listed as it was; once "ep" is back in the file it is
 // replayed (202).
 func TestWebhookReplayOfARemovedEndpointsLetterOverHTTP(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			de := newDeadEnv(t, b)
-			all, id := de.first(t)
-			de.q.SetEndpoints([]string{"other"}) // the file reloaded without ep
-			r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
-			want := fmt.Sprintf(`Endpoint "ep" of dead letter %s is not in the endpoints file: its tries would all fail ("no longer configured"); add the endpoint back to replay it.`, id)
-			if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_ENDPOINT_REMOVED" ||
-				detail != want || r.body["title"] != "Webhook endpoint no longer configured" {
-				t.Fatalf("replay of a removed endpoint's letter: %d %s, want 409 WEBHOOK_ENDPOINT_REMOVED, detail %q", r.status, r.raw, want)
-			}
-			if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
-				t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)
-			}
-			de.q.SetEndpoints([]string{"other", "ep"})
-			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
-				t.Fatalf("replay once ep is back: %d %s", r.status, r.raw)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		de := newDeadEnv(t, b)
+		all, id := de.first(t)
+		de.q.SetEndpoints([]string{"other"}) // the file reloaded without ep
+		r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
+		want := fmt.Sprintf(`Endpoint "ep" of dead letter %s is not in the endpoints file: its tries would all fail ("no longer configured"); add the endpoint back to replay it.`, id)
+		if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_ENDPOINT_REMOVED" ||
+			detail != want || r.body["title"] != "Webhook endpoint no longer configured" {
+			t.Fatalf("replay of a removed endpoint's letter: %d %s, want 409 WEBHOOK_ENDPOINT_REMOVED, detail %q", r.status, r.raw, want)
+		}
+		if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
+			t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)
+		}
+		de.q.SetEndpoints([]string{"other", "ep"})
+		if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
+			t.Fatalf("replay once ep is back: %d %s", r.status, r.raw)
+		}
+	})
 }
 
 // Bad input: limits and cursors not as the server wrote them are 422

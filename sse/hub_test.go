@@ -50,12 +50,6 @@ func newEnv(t *testing.T, b redistest.Backend, mut ...func(*sse.Config)) *env {
 	return &env{st: st, hub: hub}
 }
 
-func eachBackend(t *testing.T, f func(t *testing.T, b redistest.Backend)) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) { f(t, b) })
-	}
-}
-
 func (e *env) room(t *testing.T, members ...rooms.User) string {
 	t.Helper()
 	ctx := context.Background()

@@ -55,7 +55,7 @@ func waitLobby(t *testing.T, cl *client, n int) []lobbyEvent {
 // The lobby feed follows a room as it becomes, stays and stops being
 // joinable, and ignores other modes.
 func TestLobbyFeedFollowsJoinableRooms(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		ctx := context.Background()
 		before := e.room(t) // mode m, region r: in the first list

@@ -26,7 +26,7 @@ import (
 // the stream dropped it and wrote 4, and the new 3 never reached the
 // client.
 func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		m := openBobsStream(t, b)
 		e, st, cl, ctx := m.e, m.st, m.cl, m.ctx
 		send := func(n int) { t.Helper(); m.send(t, n) }
@@ -166,7 +166,7 @@ func setBack(t *testing.T, st *store.Store, uid string, seq int64) {
 // client (until the new history reached the stream's seq). Late messages
 // of the events it wrote (their tags) are still dropped.
 func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		m := openBobsStream(t, b)
 		e, st, cl, ctx := m.e, m.st, m.cl, m.ctx
 		send := func(n int) { t.Helper(); m.send(t, n) }
@@ -216,7 +216,7 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 // A reviewer's find: it wrote `resumed` and waited, the events after its
 // replay missing until the user's next event.
 func TestResumeWhoseReplayEndsShortEndsByAGap(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		m := newBobs(t, b)
 		ctx := m.ctx
 		for n := 1; n <= 400; n++ {

@@ -59,7 +59,7 @@ func (r *recorder) snapshot() (opened, ended, delivered, dropped map[string]int)
 // Every stream is reported opened (fresh, replay or snapshot) and ended
 // once, with why; every event a client received is counted delivered.
 func TestStreamMetrics(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		rec := newRecorder()
 		e := newEnv(t, b, func(c *sse.Config) { c.Metrics = rec })
 		ctx := context.Background()

@@ -115,30 +115,28 @@ func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
 // every backend. The store said it lost the session once.
 func TestLapsedSessionEndsAtTheFirstRenewalThatFindsItGone(t *testing.T) {
 	const ttl = 6 * time.Second // renewals 2 s apart: room for a loaded machine's catch-up before the next
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			var logs testlog.Buffer
-			f, m, ctx, prefix := &failover{}, newRecorder(), context.Background(), redistest.Prefix(t)
-			st, done := serveBobsSession(t, b, prefix, ttl, f, sse.Config{Metrics: m,
-				Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-			keys, err := rediskeys.Scan(ctx, st.Client(), "{"+prefix+":*}:sess:"+bob.ID)
-			if err != nil || len(keys) != 1 {
-				t.Fatalf("bob's session keys: %v %v", keys, err)
-			}
-			if err := st.Client().Del(ctx, keys[0]).Err(); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-done:
-			case <-time.After(3 * ttl):
-				t.Fatalf("the stream of a lapsed session did not end:\n%s", logs.String())
-			}
-			_, lost, _ := f.outcome()
-			if _, ended, _, _ := m.snapshot(); len(lost) != 1 || ended[sse.KindMe+" "+sse.EndLapsed] != 1 {
-				t.Fatalf("sessions the store lost %v, streams ended %v: want the stream's lost once, then its end lapsed:\n%s", lost, ended, logs.String())
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		var logs testlog.Buffer
+		f, m, ctx, prefix := &failover{}, newRecorder(), context.Background(), redistest.Prefix(t)
+		st, done := serveBobsSession(t, b, prefix, ttl, f, sse.Config{Metrics: m,
+			Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		keys, err := rediskeys.Scan(ctx, st.Client(), "{"+prefix+":*}:sess:"+bob.ID)
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("bob's session keys: %v %v", keys, err)
+		}
+		if err := st.Client().Del(ctx, keys[0]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(3 * ttl):
+			t.Fatalf("the stream of a lapsed session did not end:\n%s", logs.String())
+		}
+		_, lost, _ := f.outcome()
+		if _, ended, _, _ := m.snapshot(); len(lost) != 1 || ended[sse.KindMe+" "+sse.EndLapsed] != 1 {
+			t.Fatalf("sessions the store lost %v, streams ended %v: want the stream's lost once, then its end lapsed:\n%s", lost, ended, logs.String())
+		}
+	})
 }
 
 // serveBobsSession opens a store on b under prefix with presence TTL

@@ -76,7 +76,7 @@ func TestLostLeaseNotKeptForAStreamThatEnded(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []string{"room", "lobby"} {
 		t.Run(kind, func(t *testing.T) {
-			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 				src := &lostThenEnded{user: bob.ID, ended: make(chan struct{})}
 				var logs testlog.Buffer
 				e, _ := newCapEnv(t, b, 4, &logs, func(c *sse.Config) { src.Source, c.Source = c.Source, src })

@@ -102,7 +102,7 @@ func TestSlowStreamGivesItsLeaseBackAtTheCut(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
-			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 				var logs testlog.Buffer
 				e, _ := newCapEnv(t, b, 1, &logs, func(c *sse.Config) {
 					c.QueueSize, c.Users = 8, c.Source.(*store.Store).Sessions()
@@ -174,7 +174,7 @@ func TestSlowCutWithinTheOpeningGivesTheLeaseBack(t *testing.T) {
 	for _, kind := range []string{"room", "personal"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 				var logs testlog.Buffer
 				rec := newRecorder()
 				var e *env

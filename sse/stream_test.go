@@ -47,7 +47,7 @@ func cursorOf(t *testing.T, cl *client, v int64) sse.Cursor {
 // replay after their cursor) and then every later event once, in order:
 // subscribe first, then read, then drop what was already sent.
 func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		id := e.room(t, bob)
 		tracker := newClient() // its ids are the cursors resumed from
@@ -120,7 +120,7 @@ func (d *dropSink) Deliver(room string, e sse.Event) {
 }
 
 func TestLostLiveEventsAreFilledFromTheLog(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b, func(c *sse.Config) {
 			feed := c.Feed
 			c.Feed = func(s sse.Sink) sse.Feed { return feed(&dropSink{Sink: s}) }
@@ -144,7 +144,7 @@ func TestLostLiveEventsAreFilledFromTheLog(t *testing.T) {
 // the reader's goroutine did not run, on a loaded machine) is too slow by
 // the same rule, and was cut off too.
 func TestSlowClientIsCutOff(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		const queue = 32
 		e := newEnv(t, b, func(c *sse.Config) { c.QueueSize = queue })
 		id := e.room(t, bob)
@@ -171,7 +171,7 @@ func TestSlowClientIsCutOff(t *testing.T) {
 }
 
 func TestStreamEndsWhenPlayerLeavesOrRoomCloses(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		ctx := context.Background()
 		id := e.room(t, bob)
@@ -206,7 +206,7 @@ func awaitEnd(t *testing.T, done chan error, what string) {
 }
 
 func TestMessagesReachOnlyTheirRecipients(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		ctx := context.Background()
 		id := e.room(t, bob, carol)
@@ -233,7 +233,7 @@ func TestMessagesReachOnlyTheirRecipients(t *testing.T) {
 }
 
 func TestPresenceFollowsStreams(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		id := e.room(t, bob)
 		watcher := newClient()
@@ -314,7 +314,7 @@ func TestVanishedRoomEndsStreams(t *testing.T) {
 		{"Flushed", false},
 		{"LogKept", true},
 	}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = 200 * time.Millisecond })
@@ -354,7 +354,7 @@ func TestVanishedRoomEndsStreams(t *testing.T) {
 // back) gives them a snapshot of that version within the position check
 // interval, then the events written after it.
 func TestRestoredRoomResyncsStreams(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		if b.Name == "embedded" {
 			t.Skip("miniredis cannot DUMP a hash")
 		}
@@ -398,7 +398,7 @@ func TestRestoredRoomResyncsStreams(t *testing.T) {
 // still gets live events (unsubscribing the old never undoes the new
 // subscription).
 func TestReopeningARoomKeepsItsSubscription(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		id := e.room(t)
 		var stop func()
@@ -464,7 +464,7 @@ func TestStreamEndsWhenItsLeaseLapses(t *testing.T) {
 // history, so the stream starts with a snapshot; the same version with its
 // tag resumes from the log.
 func TestUntaggedLastEventIDStartsWithSnapshot(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		id := e.room(t, bob)
 		tracker := newClient()

@@ -66,7 +66,7 @@ func (e *env) streamsKey(t *testing.T, prefix string, u rooms.User) string {
 // the hub renews their leases (well past the TTL); a third of either kind
 // is refused with ErrStreamLimit; a stream's end frees its place.
 func TestHubCapsStreamsPerUser(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		var logs testlog.Buffer
 		e, _ := newCapEnv(t, b, 2, &logs)
 		id := e.room(t)
@@ -101,7 +101,7 @@ func TestHubCapsStreamsPerUser(t *testing.T) {
 // recorded again by the next renewal; when the user's places were taken
 // meanwhile, the streams whose leases cannot be recorded end (lapsed).
 func TestLostUserLeasesRecordedOrStreamsEnd(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		var logs testlog.Buffer
 		e, prefix := newCapEnv(t, b, 2, &logs)
 		ctx := context.Background()
@@ -175,7 +175,7 @@ func (c *lineClient) End([]byte) {
 // a stream its request holds does: a client that reconnects as soon as it
 // reads the end is not refused STREAM_LIMIT by its own old stream.
 func TestTakenOverStreamFreesItsPlaceBeforeItsEnd(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		var logs testlog.Buffer
 		e, prefix := newCapEnv(t, b, 1, &logs)
 		ctx := context.Background()
@@ -207,7 +207,7 @@ func TestTakenOverStreamFreesItsPlaceBeforeItsEnd(t *testing.T) {
 // alive here): a client that closed its stream and opens another at once
 // at its cap is not refused for the one it closed.
 func TestTakenOverStreamEndsWhenToldOfItsHangup(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		var logs testlog.Buffer
 		e, prefix := newCapEnv(t, b, 1, &logs)
 		ctx := context.Background()
@@ -258,7 +258,7 @@ func (s *stallingRelease) CloseStream(_ context.Context, l sse.Lease) error {
 // hold up the end of a taken-over room stream, which tells its client to
 // reconnect (elsewhere, in a shutdown). The release was asked first.
 func TestStreamEndNotHeldUpByItsRelease(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		src := &stallingRelease{release: make(chan struct{})}
 		e := newEnv(t, b, func(c *sse.Config) { src.Source, c.Source = c.Source, src })
 		defer close(src.release) // before the hub's close, which waits for it

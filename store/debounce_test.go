@@ -17,80 +17,78 @@ import (
 // the disconnect exactly once, and the grace removal follows as before.
 func TestPresenceFlapsAreDebounced(t *testing.T) {
 	const debounce = 400 * time.Millisecond
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s := openStoreWith(t, b, func(c *store.Config) {
-				c.Shards = 4
-				c.PresenceDebounce = debounce
-				c.DisconnectGrace = time.Hour
-			})
-			reps := store.Report{}
-			sweep := func() {
-				t.Helper()
-				for shard := range 4 {
-					rep, err := s.Sweep(ctx, shard, "test", time.Millisecond)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for k, n := range rep {
-						reps[k] += n
-					}
-				}
-			}
-			id := mustCreate(t, s, alice, newRoom()).Room.ID
-			if _, err := s.Join(ctx, bob, id); err != nil {
-				t.Fatal(err)
-			}
-			l := lease(id, bob, "flap")
-			for i := range 300 {
-				l.PlayerID = open(t, s, l, sse.Cursor{}).PlayerID
-				if err := s.CloseStream(ctx, l); err != nil {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s := openStoreWith(t, b, func(c *store.Config) {
+			c.Shards = 4
+			c.PresenceDebounce = debounce
+			c.DisconnectGrace = time.Hour
+		})
+		reps := store.Report{}
+		sweep := func() {
+			t.Helper()
+			for shard := range 4 {
+				rep, err := s.Sweep(ctx, shard, "test", time.Millisecond)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if i%20 == 0 {
-					sweep()
+				for k, n := range rep {
+					reps[k] += n
 				}
 			}
-			presence := func() []string {
-				var out []string
-				for _, e := range events(t, s, id) {
-					if e.Type == "player_connected" || e.Type == "player_disconnected" {
-						out = append(out, e.Type)
-					}
-				}
-				return out
+		}
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		if _, err := s.Join(ctx, bob, id); err != nil {
+			t.Fatal(err)
+		}
+		l := lease(id, bob, "flap")
+		for i := range 300 {
+			l.PlayerID = open(t, s, l, sse.Cursor{}).PlayerID
+			if err := s.CloseStream(ctx, l); err != nil {
+				t.Fatal(err)
 			}
-			if got := presence(); !equal(got, []string{"player_connected"}) {
-				t.Fatalf("presence events while flapping: %d %v, want one player_connected", len(got), got)
-			}
-			checkInvariants(t, s) // the debounce entry pending
-			if r, _, _ := s.Get(ctx, id, false); !r.Players[1].Connected {
-				t.Error("player shown disconnected within the debounce window")
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) && len(presence()) < 2 {
+			if i%20 == 0 {
 				sweep()
-				time.Sleep(50 * time.Millisecond)
 			}
-			if got := presence(); !equal(got, []string{"player_connected", "player_disconnected"}) {
-				t.Fatalf("presence events after the window: %v", got)
+		}
+		presence := func() []string {
+			var out []string
+			for _, e := range events(t, s, id) {
+				if e.Type == "player_connected" || e.Type == "player_disconnected" {
+					out = append(out, e.Type)
+				}
 			}
-			r, _, _ := s.Get(ctx, id, false)
-			if r.Players[1].Connected {
-				t.Error("player still shown connected after the window")
-			}
+			return out
+		}
+		if got := presence(); !equal(got, []string{"player_connected"}) {
+			t.Fatalf("presence events while flapping: %d %v, want one player_connected", len(got), got)
+		}
+		checkInvariants(t, s) // the debounce entry pending
+		if r, _, _ := s.Get(ctx, id, false); !r.Players[1].Connected {
+			t.Error("player shown disconnected within the debounce window")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && len(presence()) < 2 {
 			sweep()
-			if got := presence(); len(got) != 2 {
-				t.Fatalf("a later sweep announced again: %v", got)
-			}
-			// the janitor's counts tell a debounced close from a lapsed lease
-			if reps["presence_debounced"] != 1 || reps["presence_disconnect"] != 0 {
-				t.Fatalf("janitor's report %v, want one presence_debounced and no presence_disconnect", reps)
-			}
-			checkInvariants(t, s)
-		})
-	}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got := presence(); !equal(got, []string{"player_connected", "player_disconnected"}) {
+			t.Fatalf("presence events after the window: %v", got)
+		}
+		r, _, _ := s.Get(ctx, id, false)
+		if r.Players[1].Connected {
+			t.Error("player still shown connected after the window")
+		}
+		sweep()
+		if got := presence(); len(got) != 2 {
+			t.Fatalf("a later sweep announced again: %v", got)
+		}
+		// the janitor's counts tell a debounced close from a lapsed lease
+		if reps["presence_debounced"] != 1 || reps["presence_disconnect"] != 0 {
+			t.Fatalf("janitor's report %v, want one presence_debounced and no presence_disconnect", reps)
+		}
+		checkInvariants(t, s)
+	})
 }
 
 // Without a debounce (the store's zero value) the last stream's end is

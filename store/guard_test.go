@@ -40,47 +40,45 @@ func runJanitor(tb testing.TB, s *store.Store) *testlog.Buffer {
 // makes its Ready fail with ErrLayout, logged at error, until it agrees
 // again.
 func TestJanitorRestoresTheLayoutRecord(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s := openStore(t, b) // 8 shards
-			meta := s.Prefix() + ":meta"
-			if err := s.Client().Del(ctx, meta).Err(); err != nil {
-				t.Fatal(err)
-			}
-			log := runJanitor(t, s)
-			wait.Until(t, "the layout record is not restored", func() bool {
-				v, _ := s.Client().HMGet(ctx, meta, "shards", "schema").Result()
-				return len(v) == 2 && v[0] == "8" && v[1] != nil
-			})
-			wait.Until(t, "no warning that the layout record was restored", func() bool {
-				return strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "layout record was missing")
-			})
-			if b.Name != "embedded" { // the embedded store is the process' own
-				other, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: s.Prefix(), Shards: 4})
-				if err == nil {
-					other.Close()
-				}
-				if !errors.Is(err, store.ErrLayout) {
-					t.Fatalf("open with 4 shards after the record was restored: %v, want ErrLayout", err)
-				}
-			}
-			if err := s.Ready(ctx); err != nil {
-				t.Fatalf("Ready, the record agreeing: %v", err)
-			}
-			if err := s.Client().HSet(ctx, meta, "shards", 4).Err(); err != nil {
-				t.Fatal(err)
-			}
-			wait.Until(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
-			wait.Until(t, "no error naming the recorded shard count", func() bool {
-				return strings.Contains(log.String(), "level=ERROR") && strings.Contains(log.String(), "4 shards")
-			})
-			if err := s.Client().HSet(ctx, meta, "shards", 8).Err(); err != nil {
-				t.Fatal(err)
-			}
-			wait.Until(t, "Ready still fails", func() bool { return s.Ready(ctx) == nil })
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s := openStore(t, b) // 8 shards
+		meta := s.Prefix() + ":meta"
+		if err := s.Client().Del(ctx, meta).Err(); err != nil {
+			t.Fatal(err)
+		}
+		log := runJanitor(t, s)
+		wait.Until(t, "the layout record is not restored", func() bool {
+			v, _ := s.Client().HMGet(ctx, meta, "shards", "schema").Result()
+			return len(v) == 2 && v[0] == "8" && v[1] != nil
 		})
-	}
+		wait.Until(t, "no warning that the layout record was restored", func() bool {
+			return strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "layout record was missing")
+		})
+		if b.Name != "embedded" { // the embedded store is the process' own
+			other, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: s.Prefix(), Shards: 4})
+			if err == nil {
+				other.Close()
+			}
+			if !errors.Is(err, store.ErrLayout) {
+				t.Fatalf("open with 4 shards after the record was restored: %v, want ErrLayout", err)
+			}
+		}
+		if err := s.Ready(ctx); err != nil {
+			t.Fatalf("Ready, the record agreeing: %v", err)
+		}
+		if err := s.Client().HSet(ctx, meta, "shards", 4).Err(); err != nil {
+			t.Fatal(err)
+		}
+		wait.Until(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
+		wait.Until(t, "no error naming the recorded shard count", func() bool {
+			return strings.Contains(log.String(), "level=ERROR") && strings.Contains(log.String(), "4 shards")
+		})
+		if err := s.Client().HSet(ctx, meta, "shards", 8).Err(); err != nil {
+			t.Fatal(err)
+		}
+		wait.Until(t, "Ready still fails", func() bool { return s.Ready(ctx) == nil })
+	})
 }
 
 // guardRecorder is a store.Metrics that keeps what GuardMetrics last got.
@@ -305,25 +303,23 @@ func (h *flushBeforeHMGet) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 // writes it again on its next tick, and meanwhile Ready does not fail and
 // no error says the layout disagrees.
 func TestJanitorLayoutRecordLostWhileChecked(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s := openStore(t, b)
-			meta := s.Prefix() + ":meta"
-			h := &flushBeforeHMGet{key: meta, del: func() error { return s.Client().Del(ctx, meta).Err() }}
-			s.Client().AddHook(h)
-			h.armed.Store(true)
-			log := runJanitor(t, s)
-			wait.Until(t, "the record was not deleted while checked", h.fired.Load)
-			wait.Until(t, "the layout record is not restored", func() bool {
-				return strings.Contains(log.String(), "layout record was missing") && s.Client().HGet(ctx, meta, "shards").Val() == "8"
-			})
-			if err := s.Ready(ctx); err != nil {
-				t.Errorf("Ready: %v, want nil", err)
-			}
-			if l := log.String(); strings.Contains(l, "disagrees") {
-				t.Errorf("a record lost while checked was taken for one that disagrees:\n%s", l)
-			}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s := openStore(t, b)
+		meta := s.Prefix() + ":meta"
+		h := &flushBeforeHMGet{key: meta, del: func() error { return s.Client().Del(ctx, meta).Err() }}
+		s.Client().AddHook(h)
+		h.armed.Store(true)
+		log := runJanitor(t, s)
+		wait.Until(t, "the record was not deleted while checked", h.fired.Load)
+		wait.Until(t, "the layout record is not restored", func() bool {
+			return strings.Contains(log.String(), "layout record was missing") && s.Client().HGet(ctx, meta, "shards").Val() == "8"
 		})
-	}
+		if err := s.Ready(ctx); err != nil {
+			t.Errorf("Ready: %v, want nil", err)
+		}
+		if l := log.String(); strings.Contains(l, "disagrees") {
+			t.Errorf("a record lost while checked was taken for one that disagrees:\n%s", l)
+		}
+	})
 }

@@ -58,80 +58,76 @@ func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // answered drops it), so the holdings never under-count and the user is
 // never in more rooms than the quota.
 func TestLostJoinReplyKeepsHolding(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
-			hook := &lostReply{}
-			s.Client().AddHook(hook)
-			var ids []string
-			for i := range 3 {
-				j, err := s.Create(ctx, user(100+i), spread(i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, j.Room.ID)
-			}
-			u := user(1)
-			if _, err := s.Join(ctx, u, ids[0]); err != nil {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+		hook := &lostReply{}
+		s.Client().AddHook(hook)
+		var ids []string
+		for i := range 3 {
+			j, err := s.Create(ctx, user(100+i), spread(i))
+			if err != nil {
 				t.Fatal(err)
 			}
-			hook.armed.Store(true)
-			if _, err := s.Join(ctx, u, ids[1]); err == nil {
-				t.Fatal("the lost reply was not lost")
-			}
-			if got := reality(t, s, u); len(got) != 2 {
-				t.Fatalf("after the lost reply u is in %v, want 2 rooms", got)
-			}
-			_, err := s.Join(ctx, u, ids[2])
-			if got := reality(t, s, u); len(got) > 2 {
-				t.Fatalf("u is in %d rooms with RoomsJoined 2 (third join: %v); holdings %v", len(got), err, holdings(t, s, u))
-			}
-			if !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
-				t.Fatalf("third join: %v, want ErrJoinedRoomsLimit", err)
-			}
-		})
-	}
+			ids = append(ids, j.Room.ID)
+		}
+		u := user(1)
+		if _, err := s.Join(ctx, u, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		hook.armed.Store(true)
+		if _, err := s.Join(ctx, u, ids[1]); err == nil {
+			t.Fatal("the lost reply was not lost")
+		}
+		if got := reality(t, s, u); len(got) != 2 {
+			t.Fatalf("after the lost reply u is in %v, want 2 rooms", got)
+		}
+		_, err := s.Join(ctx, u, ids[2])
+		if got := reality(t, s, u); len(got) > 2 {
+			t.Fatalf("u is in %d rooms with RoomsJoined 2 (third join: %v); holdings %v", len(got), err, holdings(t, s, u))
+		}
+		if !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+			t.Fatalf("third join: %v, want ErrJoinedRoomsLimit", err)
+		}
+	})
 }
 
 // A user whose holdings key expired (an hour without a create or join)
 // and who is at the limit gets a rebuilt key from a refused reservation:
 // that key must expire like every other.
 func TestRefusedSeedKeyExpires(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
-			var ids []string
-			for i := range 3 {
-				j, err := s.Create(ctx, user(200+i), spread(i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, j.Room.ID)
-			}
-			u := user(2)
-			for _, id := range ids[:2] {
-				if _, err := s.Join(ctx, u, id); err != nil {
-					t.Fatal(err)
-				}
-			}
-			key := s.HoldingsKey(u.ID)
-			if err := s.Client().Del(ctx, key).Err(); err != nil { // as when it expired
-				t.Fatal(err)
-			}
-			if _, err := s.Join(ctx, u, ids[2]); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
-				t.Fatalf("join past the limit: %v", err)
-			}
-			ttl, err := s.Client().PTTL(ctx, key).Result()
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+		var ids []string
+		for i := range 3 {
+			j, err := s.Create(ctx, user(200+i), spread(i))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ttl <= 0 {
-				t.Fatalf("holdings key %s rebuilt by a refused join has PTTL %v: it never expires", key, ttl)
+			ids = append(ids, j.Room.ID)
+		}
+		u := user(2)
+		for _, id := range ids[:2] {
+			if _, err := s.Join(ctx, u, id); err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
+		}
+		key := s.HoldingsKey(u.ID)
+		if err := s.Client().Del(ctx, key).Err(); err != nil { // as when it expired
+			t.Fatal(err)
+		}
+		if _, err := s.Join(ctx, u, ids[2]); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+			t.Fatalf("join past the limit: %v", err)
+		}
+		ttl, err := s.Client().PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 {
+			t.Fatalf("holdings key %s rebuilt by a refused join has PTTL %v: it never expires", key, ttl)
+		}
+	})
 }
 
 // userRoomScript says whether cmds hold a room script of user uid: a
@@ -242,77 +238,73 @@ func TestLostQuickJoinReply(t *testing.T) {
 // room back, and the check that finds the placeholder stale records the
 // room, so the user stays within the quota.
 func TestLostRebind(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
-			u := user(2)
-			other := mustCreate(t, s, user(200), spread(0)).Room.ID
-			qj, err := s.QuickJoin(ctx, u, "lostrb", []string{"eu"}, nil, quickRoom("lostrb", "eu", 4))
-			if err != nil {
-				t.Fatal(err)
-			}
-			key := s.HoldingsKey(u.ID)
-			v := s.Client().HGet(ctx, key, qj.Room.ID).Val()
-			if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // as before the rebind
-				t.Fatal(err)
-			}
-			if err := s.Client().HSet(ctx, key, "qj:lostrebind0000", v).Err(); err != nil {
-				t.Fatal(err)
-			}
-			again, err := s.QuickJoin(ctx, u, "lostrb", []string{"eu"}, nil, quickRoom("lostrb", "eu", 4))
-			if err != nil || again.Room.ID != qj.Room.ID || again.Created {
-				t.Fatalf("retry after a lost rebind: room %s created %v err %v, want %s back", again.Room.ID, again.Created, err, qj.Room.ID)
-			}
-			if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // no retry, then
-				t.Fatal(err)
-			}
-			if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Join(ctx, u, other); err != nil {
-				t.Fatal(err)
-			}
-			third := mustCreate(t, s, user(201), spread(1)).Room.ID
-			if _, err := s.Join(ctx, u, third); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
-				t.Fatalf("third room: %v, want ErrJoinedRoomsLimit; u is in %v", err, reality(t, s, u))
-			}
-			holdsExactly(t, s, u)
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+		u := user(2)
+		other := mustCreate(t, s, user(200), spread(0)).Room.ID
+		qj, err := s.QuickJoin(ctx, u, "lostrb", []string{"eu"}, nil, quickRoom("lostrb", "eu", 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := s.HoldingsKey(u.ID)
+		v := s.Client().HGet(ctx, key, qj.Room.ID).Val()
+		if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // as before the rebind
+			t.Fatal(err)
+		}
+		if err := s.Client().HSet(ctx, key, "qj:lostrebind0000", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.QuickJoin(ctx, u, "lostrb", []string{"eu"}, nil, quickRoom("lostrb", "eu", 4))
+		if err != nil || again.Room.ID != qj.Room.ID || again.Created {
+			t.Fatalf("retry after a lost rebind: room %s created %v err %v, want %s back", again.Room.ID, again.Created, err, qj.Room.ID)
+		}
+		if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // no retry, then
+			t.Fatal(err)
+		}
+		if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Join(ctx, u, other); err != nil {
+			t.Fatal(err)
+		}
+		third := mustCreate(t, s, user(201), spread(1)).Room.ID
+		if _, err := s.Join(ctx, u, third); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+			t.Fatalf("third room: %v, want ErrJoinedRoomsLimit; u is in %v", err, reality(t, s, u))
+		}
+		holdsExactly(t, s, u)
+	})
 }
 
 // A room the matcher opens for a user past the user's own-rooms quota is
 // made all the same, and counted: the holdings match the rooms, and the
 // user's next create is refused.
 func TestMatchRoomPastQuotaIsHeld(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
-			u := user(3)
-			mustCreate(t, s, u, spread(0))
-			id, err := s.OpenMatchRoom(ctx, matchmaking.Match{ID: "m-past-quota", Mode: "duel", Region: "eu",
-				Tickets: []matchmaking.MatchedTicket{{Users: []string{u.ID}}}}, 2, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := reality(t, s, u)
-			if want[id] != "o" || len(want) != 2 {
-				t.Fatalf("u holds %v, want its room and match room %s", want, id)
-			}
-			if h := holdings(t, s, u); !maps.Equal(h, want) {
-				t.Fatalf("holdings %v, want %v", h, want)
-			}
-			qj, err := s.QuickJoin(ctx, u, "duel", []string{"eu"}, nil, nil)
-			if err != nil || qj.Room.ID != id {
-				t.Fatalf("quick-join by the match room's owner: %s %v, want %s", qj.Room.ID, err, id)
-			}
-			if _, err := s.Create(ctx, u, spread(1)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
-				t.Fatalf("create past the quota: %v, want ErrOwnedRoomsLimit", err)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
+		u := user(3)
+		mustCreate(t, s, u, spread(0))
+		id, err := s.OpenMatchRoom(ctx, matchmaking.Match{ID: "m-past-quota", Mode: "duel", Region: "eu",
+			Tickets: []matchmaking.MatchedTicket{{Users: []string{u.ID}}}}, 2, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := reality(t, s, u)
+		if want[id] != "o" || len(want) != 2 {
+			t.Fatalf("u holds %v, want its room and match room %s", want, id)
+		}
+		if h := holdings(t, s, u); !maps.Equal(h, want) {
+			t.Fatalf("holdings %v, want %v", h, want)
+		}
+		qj, err := s.QuickJoin(ctx, u, "duel", []string{"eu"}, nil, nil)
+		if err != nil || qj.Room.ID != id {
+			t.Fatalf("quick-join by the match room's owner: %s %v, want %s", qj.Room.ID, err, id)
+		}
+		if _, err := s.Create(ctx, u, spread(1)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+			t.Fatalf("create past the quota: %v, want ErrOwnedRoomsLimit", err)
+		}
+	})
 }
 
 // A repair of a match whose owner's ticket the room refused (banned since)
@@ -320,60 +312,56 @@ func TestMatchRoomPastQuotaIsHeld(t *testing.T) {
 // it: their holdings do not count it as owned (the creator's were recorded
 // before the room was made); their join counts it as joined.
 func TestMatchRoomRetryWithoutTheOwnerHoldsNothingOwned(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
-			owner, other := user(5), user(6)
-			m := matchmaking.Match{ID: "m-owner-refused", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
-				{Users: []string{owner.ID}}, {Users: []string{other.ID}}}}
-			id, err := s.OpenMatchRoom(ctx, m, 2, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.Tickets = m.Tickets[1:]
-			if again, err := s.OpenMatchRoom(ctx, m, 2, time.Minute); err != nil || again != id {
-				t.Fatalf("retry for the others: %q %v, want %s", again, err, id)
-			}
-			if h := holdings(t, s, other); len(h) != 0 {
-				t.Fatalf("%s holds %v before joining, want nothing", other.ID, h)
-			}
-			mustJoin(t, s, other, id)
-			if h, want := holdings(t, s, other), reality(t, s, other); !maps.Equal(h, want) || want[id] != "m" {
-				t.Fatalf("%s holds %v, in %v: want the room joined", other.ID, h, want)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
+		owner, other := user(5), user(6)
+		m := matchmaking.Match{ID: "m-owner-refused", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+			{Users: []string{owner.ID}}, {Users: []string{other.ID}}}}
+		id, err := s.OpenMatchRoom(ctx, m, 2, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tickets = m.Tickets[1:]
+		if again, err := s.OpenMatchRoom(ctx, m, 2, time.Minute); err != nil || again != id {
+			t.Fatalf("retry for the others: %q %v, want %s", again, err, id)
+		}
+		if h := holdings(t, s, other); len(h) != 0 {
+			t.Fatalf("%s holds %v before joining, want nothing", other.ID, h)
+		}
+		mustJoin(t, s, other, id)
+		if h, want := holdings(t, s, other), reality(t, s, other); !maps.Equal(h, want) || want[id] != "m" {
+			t.Fatalf("%s holds %v, in %v: want the room joined", other.ID, h, want)
+		}
+	})
 }
 
 // A leave whose holdings correction is late, while the user quick-joins
 // the same room again: the correction (which matches the reservation it
 // read) leaves the new reservation, so the holdings still count the room.
 func TestLateLeaveCorrectionKeepsRejoin(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
-			u := user(4)
-			id := mustCreate(t, s, user(400), *quickRoom("rejoin", "eu", 4)).Room.ID
-			if _, err := s.Join(ctx, u, id); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.AgeHoldings(ctx, u.ID, time.Second); err != nil { // an earlier stamp, whatever the clock's grain
-				t.Fatal(err)
-			}
-			correct, err := s.LeaveSlowly(ctx, u, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			qj, err := s.QuickJoin(ctx, u, "rejoin", []string{"eu"}, nil, nil)
-			if err != nil || qj.Room.ID != id {
-				t.Fatalf("quick-join: %s %v, want %s", qj.Room.ID, err, id)
-			}
-			correct()
-			holdsExactly(t, s, u)
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+		u := user(4)
+		id := mustCreate(t, s, user(400), *quickRoom("rejoin", "eu", 4)).Room.ID
+		if _, err := s.Join(ctx, u, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AgeHoldings(ctx, u.ID, time.Second); err != nil { // an earlier stamp, whatever the clock's grain
+			t.Fatal(err)
+		}
+		correct, err := s.LeaveSlowly(ctx, u, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qj, err := s.QuickJoin(ctx, u, "rejoin", []string{"eu"}, nil, nil)
+		if err != nil || qj.Room.ID != id {
+			t.Fatalf("quick-join: %s %v, want %s", qj.Room.ID, err, id)
+		}
+		correct()
+		holdsExactly(t, s, u)
+	})
 }
 
 // lostRebind is a hook that drops the next quickjoin_end run unsent (the
@@ -401,38 +389,36 @@ func lostRebind(armed *atomic.Bool) redistest.Around {
 // that replaces it with the rooms (a reviewer's find: a member's
 // placeholder let the user own two rooms with RoomsOwned 1).
 func TestLostRebindThenHandoff(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
-			u, o := user(8), user(800)
-			id := mustCreate(t, s, o, *quickRoom("handoff", "eu", 4)).Room.ID
-			var lose atomic.Bool
-			s.Client().AddHook(lostRebind(&lose))
-			lose.Store(true)
-			if qj, err := s.QuickJoin(ctx, u, "handoff", []string{"eu"}, nil, nil); err != nil || qj.Room.ID != id {
-				t.Fatalf("quick-join: %v %v", qj.Room.ID, err)
-			}
-			if lose.Load() {
-				t.Fatal("no rebind was lost")
-			}
-			if err := s.Leave(ctx, o, id); err != nil { // u becomes the owner
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
+		u, o := user(8), user(800)
+		id := mustCreate(t, s, o, *quickRoom("handoff", "eu", 4)).Room.ID
+		var lose atomic.Bool
+		s.Client().AddHook(lostRebind(&lose))
+		lose.Store(true)
+		if qj, err := s.QuickJoin(ctx, u, "handoff", []string{"eu"}, nil, nil); err != nil || qj.Room.ID != id {
+			t.Fatalf("quick-join: %v %v", qj.Room.ID, err)
+		}
+		if lose.Load() {
+			t.Fatal("no rebind was lost")
+		}
+		if err := s.Leave(ctx, o, id); err != nil { // u becomes the owner
+			t.Fatal(err)
+		}
+		if r := reality(t, s, u); r[id] != "o" {
+			t.Fatalf("u holds %v, want to own %s", r, id)
+		}
+		for _, age := range []time.Duration{0, store.HoldingsInFlight + time.Second} {
+			if err := s.AgeHoldings(ctx, u.ID, age); err != nil {
 				t.Fatal(err)
 			}
-			if r := reality(t, s, u); r[id] != "o" {
-				t.Fatalf("u holds %v, want to own %s", r, id)
+			if _, err := s.Create(ctx, u, spread(3)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+				t.Fatalf("aged %v: create: %v, want ErrOwnedRoomsLimit; u holds %v, holdings %v", age, err, reality(t, s, u), holdings(t, s, u))
 			}
-			for _, age := range []time.Duration{0, store.HoldingsInFlight + time.Second} {
-				if err := s.AgeHoldings(ctx, u.ID, age); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Create(ctx, u, spread(3)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
-					t.Fatalf("aged %v: create: %v, want ErrOwnedRoomsLimit; u holds %v, holdings %v", age, err, reality(t, s, u), holdings(t, s, u))
-				}
-			}
-			holdsExactly(t, s, u)
-		})
-	}
+		}
+		holdsExactly(t, s, u)
+	})
 }
 
 // hangUp is a hook's order to end a request's context (cancel) right
@@ -499,56 +485,54 @@ func userIndexReadOf(uid string) func(redis.Cmder) bool {
 // flight counts (a tester's find: a phone's timed-out create blocked the
 // quota 60 s).
 func TestHungUpCallLeavesQuotaFree(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
-			u := user(1)
-			var order atomic.Pointer[hangUp]
-			s.Client().AddHook(hangUpAfter(&order))
-			// hungUp runs call with a context that ends once a command when
-			// says is answered; call must give up with the context's error,
-			// u still in the held rooms alone
-			hungUp := func(what string, when func(redis.Cmder) bool, held int, call func(context.Context) error) {
-				t.Helper()
-				cctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				order.Store(&hangUp{when: when, cancel: cancel})
-				if err := call(cctx); !errors.Is(err, context.Canceled) {
-					t.Fatalf("%s hung up: %v, want context.Canceled", what, err)
-				}
-				if order.Load() != nil {
-					t.Fatalf("%s: it did not hang up (the call it hangs up after not seen)", what)
-				}
-				if got := reality(t, s, u); len(got) != held {
-					t.Fatalf("%s hung up before its script: u is in %v", what, got)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
+		u := user(1)
+		var order atomic.Pointer[hangUp]
+		s.Client().AddHook(hangUpAfter(&order))
+		// hungUp runs call with a context that ends once a command when
+		// says is answered; call must give up with the context's error,
+		// u still in the held rooms alone
+		hungUp := func(what string, when func(redis.Cmder) bool, held int, call func(context.Context) error) {
+			t.Helper()
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			order.Store(&hangUp{when: when, cancel: cancel})
+			if err := call(cctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s hung up: %v, want context.Canceled", what, err)
 			}
-			reserved := reservedFor(u.ID)
-			hungUp("create", reserved, 0, func(c context.Context) error { _, err := s.Create(c, u, spread(0)); return err })
-			own := mustCreate(t, s, u, spread(1)) // refused OWNED_ROOMS_LIMIT when the hung-up create kept its reservation
-			other := mustCreate(t, s, user(100), spread(2))
-			hungUp("join", reserved, 1, func(c context.Context) error { _, err := s.Join(c, u, other.Room.ID); return err })
-			quickJoin := func(create *rooms.NewRoom) func(context.Context) error {
-				return func(c context.Context) error {
-					_, err := s.QuickJoin(c, u, "m9", []string{"r0"}, nil, create)
-					return err
-				}
+			if order.Load() != nil {
+				t.Fatalf("%s: it did not hang up (the call it hangs up after not seen)", what)
 			}
-			// u owns all it may: the lock's first try is refused, the
-			// placeholder reserved by a call of its own
-			hungUp("quick-join to create", reserved, 1, quickJoin(&rooms.NewRoom{Name: "q", Mode: "m9", Region: "r0", MaxPlayers: 4}))
-			// join only: the placeholder reserved with the lock
-			hungUp("quick-join, after its lock", reserved, 1, quickJoin(nil))
-			hungUp("quick-join, before its script", userIndexReadOf(u.ID), 1, quickJoin(nil))
-			if _, err := s.Join(ctx, u, other.Room.ID); err != nil { // refused JOINED_ROOMS_LIMIT when a hung-up join kept its reservation
-				t.Fatalf("join after the hung-up calls: %v", err)
+			if got := reality(t, s, u); len(got) != held {
+				t.Fatalf("%s hung up before its script: u is in %v", what, got)
 			}
-			if got := reality(t, s, u); len(got) != 2 || got[own.Room.ID] != "o" || got[other.Room.ID] != "m" {
-				t.Fatalf("u holds %v, want its own room and the other", got)
+		}
+		reserved := reservedFor(u.ID)
+		hungUp("create", reserved, 0, func(c context.Context) error { _, err := s.Create(c, u, spread(0)); return err })
+		own := mustCreate(t, s, u, spread(1)) // refused OWNED_ROOMS_LIMIT when the hung-up create kept its reservation
+		other := mustCreate(t, s, user(100), spread(2))
+		hungUp("join", reserved, 1, func(c context.Context) error { _, err := s.Join(c, u, other.Room.ID); return err })
+		quickJoin := func(create *rooms.NewRoom) func(context.Context) error {
+			return func(c context.Context) error {
+				_, err := s.QuickJoin(c, u, "m9", []string{"r0"}, nil, create)
+				return err
 			}
-		})
-	}
+		}
+		// u owns all it may: the lock's first try is refused, the
+		// placeholder reserved by a call of its own
+		hungUp("quick-join to create", reserved, 1, quickJoin(&rooms.NewRoom{Name: "q", Mode: "m9", Region: "r0", MaxPlayers: 4}))
+		// join only: the placeholder reserved with the lock
+		hungUp("quick-join, after its lock", reserved, 1, quickJoin(nil))
+		hungUp("quick-join, before its script", userIndexReadOf(u.ID), 1, quickJoin(nil))
+		if _, err := s.Join(ctx, u, other.Room.ID); err != nil { // refused JOINED_ROOMS_LIMIT when a hung-up join kept its reservation
+			t.Fatalf("join after the hung-up calls: %v", err)
+		}
+		if got := reality(t, s, u); len(got) != 2 || got[own.Room.ID] != "o" || got[other.Room.ID] != "m" {
+			t.Fatalf("u holds %v, want its own room and the other", got)
+		}
+	})
 }
 
 // holdUserScript is a hook that holds uid's next room script
@@ -735,16 +719,14 @@ func TestRejoinOfUnknownOutcomeKeepsItsEntry(t *testing.T) {
 // reviewer's find against a version that kept the entry's old stamp on a
 // rejoin's reservation, 2230787, reverted).
 func TestRejoinOfAStaleEntryIsInFlightForARecheck(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			r := newRejoinRace(t, b)
-			if _, err := r.s2.LeaveSlowly(r.ctx, r.u, r.id); err != nil { // its correction lost
-				t.Fatal(err)
-			}
-			r.ageOut(t)
-			r.rejoinWhile(t, func(ctx context.Context) {})
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		r := newRejoinRace(t, b)
+		if _, err := r.s2.LeaveSlowly(r.ctx, r.u, r.id); err != nil { // its correction lost
+			t.Fatal(err)
+		}
+		r.ageOut(t)
+		r.rejoinWhile(t, func(ctx context.Context) {})
+	})
 }
 
 // The same through the janitor: u was kicked and the kick's correction
@@ -757,31 +739,29 @@ func TestRejoinOfAStaleEntryIsInFlightForARecheck(t *testing.T) {
 // 2230787: the visit dropped it by its old stamp, and u ended in two
 // rooms).
 func TestRejoinOfAStaleEntryIsInFlightForTheJanitor(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			r := newRejoinRace(t, b)
-			var lost atomic.Bool
-			r.s2.Client().AddHook(lostUserScript(r.o.ID, &lost))
-			lost.Store(true)
-			if err := r.removeU(r.s2, true); err == nil {
-				t.Fatal("the kick's reply was not lost")
-			}
-			if real := reality(t, r.s2, r.u); len(real) != 0 {
-				t.Fatalf("u is in %v after the kick", real)
-			}
-			if l := unheld(t, r.s2); len(l) == 0 {
-				t.Fatal("the kick listed nothing for the janitor")
-			}
-			r.ageOut(t)
-			r.rejoinWhile(t, func(ctx context.Context) {
-				for shard := range 8 {
-					if _, err := r.s2.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
-						t.Fatal(err)
-					}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		r := newRejoinRace(t, b)
+		var lost atomic.Bool
+		r.s2.Client().AddHook(lostUserScript(r.o.ID, &lost))
+		lost.Store(true)
+		if err := r.removeU(r.s2, true); err == nil {
+			t.Fatal("the kick's reply was not lost")
+		}
+		if real := reality(t, r.s2, r.u); len(real) != 0 {
+			t.Fatalf("u is in %v after the kick", real)
+		}
+		if l := unheld(t, r.s2); len(l) == 0 {
+			t.Fatal("the kick listed nothing for the janitor")
+		}
+		r.ageOut(t)
+		r.rejoinWhile(t, func(ctx context.Context) {
+			for shard := range 8 {
+				if _, err := r.s2.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+					t.Fatal(err)
 				}
-			})
+			}
 		})
-	}
+	})
 }
 
 // rejoinWhile holds u's rejoin of id between its reservation and its
@@ -896,26 +876,24 @@ func TestCorrectionKeepsARejoinInFlight(t *testing.T) {
 // find against a version where the rejoin kept the old stamp: the late
 // correction dropped the entry of a room u was in, for good).
 func TestLostRecordAfterARejoinStillCounts(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			r := newRejoinRace(t, b)
-			fix, err := r.s2.LeaveSlowly(r.ctx, r.u, r.id) // read, script; the correction later
-			if err != nil {
-				t.Fatal(err)
-			}
-			var armed atomic.Bool
-			r.s1.Client().AddHook(failRecord(r.u.ID, &armed))
-			armed.Store(true)
-			if _, err := r.s1.Join(r.ctx, r.u, r.id); err != nil { // u back: added, held before: recorded (lost)
-				t.Fatal(err)
-			}
-			if armed.Load() {
-				t.Fatal("the rejoin recorded nothing")
-			}
-			fix()
-			r.inTheRoom(t)
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		r := newRejoinRace(t, b)
+		fix, err := r.s2.LeaveSlowly(r.ctx, r.u, r.id) // read, script; the correction later
+		if err != nil {
+			t.Fatal(err)
+		}
+		var armed atomic.Bool
+		r.s1.Client().AddHook(failRecord(r.u.ID, &armed))
+		armed.Store(true)
+		if _, err := r.s1.Join(r.ctx, r.u, r.id); err != nil { // u back: added, held before: recorded (lost)
+			t.Fatal(err)
+		}
+		if armed.Load() {
+			t.Fatal("the rejoin recorded nothing")
+		}
+		fix()
+		r.inTheRoom(t)
+	})
 }
 
 // The tester's race through the quick-join (a reviewer's find): a leave
@@ -1083,43 +1061,41 @@ func TestUndoKeepsTheEntryOfAJoinInFlight(t *testing.T) {
 // notwithstanding (a reviewer's find: the undo dropped it, and u was in
 // the room uncounted for good).
 func TestUndoKeepsAnEntryWhoseRecordWasLost(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			r := newRejoinRace(t, b)
-			uctx := batch.Unbatched(r.ctx)
-			var armed atomic.Bool
-			r.s1.Client().AddHook(failRecord(r.u.ID, &armed))
-			armed.Store(true)
-			j3 := make(chan error, 1)
-			release := hold(r.s1, r.u.ID, true, nil, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); j3 <- err })
-			if err := r.s2.Leave(uctx, r.u, r.id); err != nil {
-				t.Fatal(err)
-			}
-			release()
-			if err := <-j3; err != nil {
-				t.Fatalf("J3: %v", err)
-			}
-			if armed.Load() {
-				t.Fatal("J3 recorded nothing")
-			}
-			raw, _, _ := r.s2.HoldingsRaw(r.ctx, r.u.ID)
-			t.Logf("after J3 (added, Record lost): %v; u in %v", raw, reality(t, r.s2, r.u))
-			if _, err := r.s2.Join(r.ctx, r.u, r.id); err != nil { // later: u a member, a no-op
-				t.Fatalf("J2: %v", err)
-			}
-			raw, _, _ = r.s2.HoldingsRaw(r.ctx, r.u.ID)
-			t.Logf("after J2 (no-op): %v", raw)
-			for shard := range 8 {
-				r.s2.Sweep(r.ctx, shard, "test", time.Millisecond)
-			}
-			_, errOther := r.s2.Join(r.ctx, r.u, r.other)
-			real := reality(t, r.s2, r.u)
-			t.Logf("join elsewhere: %v; u in %v", errOther, real)
-			if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || len(real) > 1 {
-				t.Errorf("join elsewhere %v at a joined-rooms quota of 1: u is in %v", errOther, real)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		r := newRejoinRace(t, b)
+		uctx := batch.Unbatched(r.ctx)
+		var armed atomic.Bool
+		r.s1.Client().AddHook(failRecord(r.u.ID, &armed))
+		armed.Store(true)
+		j3 := make(chan error, 1)
+		release := hold(r.s1, r.u.ID, true, nil, func() { _, err := r.s1.Join(r.ctx, r.u, r.id); j3 <- err })
+		if err := r.s2.Leave(uctx, r.u, r.id); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		if err := <-j3; err != nil {
+			t.Fatalf("J3: %v", err)
+		}
+		if armed.Load() {
+			t.Fatal("J3 recorded nothing")
+		}
+		raw, _, _ := r.s2.HoldingsRaw(r.ctx, r.u.ID)
+		t.Logf("after J3 (added, Record lost): %v; u in %v", raw, reality(t, r.s2, r.u))
+		if _, err := r.s2.Join(r.ctx, r.u, r.id); err != nil { // later: u a member, a no-op
+			t.Fatalf("J2: %v", err)
+		}
+		raw, _, _ = r.s2.HoldingsRaw(r.ctx, r.u.ID)
+		t.Logf("after J2 (no-op): %v", raw)
+		for shard := range 8 {
+			r.s2.Sweep(r.ctx, shard, "test", time.Millisecond)
+		}
+		_, errOther := r.s2.Join(r.ctx, r.u, r.other)
+		real := reality(t, r.s2, r.u)
+		t.Logf("join elsewhere: %v; u in %v", errOther, real)
+		if !errors.Is(errOther, rooms.ErrJoinedRoomsLimit) || len(real) > 1 {
+			t.Errorf("join elsewhere %v at a joined-rooms quota of 1: u is in %v", errOther, real)
+		}
+	})
 }
 
 // Two tabs of u join a full room at once (a double click): the first's
@@ -1128,32 +1104,30 @@ func TestUndoKeepsAnEntryWhoseRecordWasLost(t *testing.T) {
 // putting that stamp back, drops the entry instead: u, in no room, may
 // join another at once (a reviewer's find: the entry stayed).
 func TestTwoRefusedJoinsLeaveNoEntry(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			u := user(1)
-			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-			full := mustCreate(t, s2, user(900), newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 2 })).Room.ID
-			mustJoin(t, s2, user(903), full)
-			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-			ja, jb := make(chan error, 1), make(chan error, 1)
-			relA := hold(s1, u.ID, true, nil, func() { _, err := s1.Join(ctx, u, full); ja <- err })
-			uctx := batch.Unbatched(ctx)
-			relB := hold(s2, u.ID, true, nil, func() { _, err := s2.Join(uctx, u, full); jb <- err })
-			relA()
-			if err := <-ja; !errors.Is(err, rooms.ErrRoomFull) {
-				t.Fatalf("join a: %v, want ROOM_FULL", err)
-			}
-			relB()
-			if err := <-jb; !errors.Is(err, rooms.ErrRoomFull) {
-				t.Fatalf("join b: %v, want ROOM_FULL", err)
-			}
-			holdsExactly(t, s2, u)
-			if _, err := s2.Join(ctx, u, other); err != nil {
-				t.Errorf("join elsewhere right after (u in no room): %v", err)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		u := user(1)
+		s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+		full := mustCreate(t, s2, user(900), newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 2 })).Room.ID
+		mustJoin(t, s2, user(903), full)
+		other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+		ja, jb := make(chan error, 1), make(chan error, 1)
+		relA := hold(s1, u.ID, true, nil, func() { _, err := s1.Join(ctx, u, full); ja <- err })
+		uctx := batch.Unbatched(ctx)
+		relB := hold(s2, u.ID, true, nil, func() { _, err := s2.Join(uctx, u, full); jb <- err })
+		relA()
+		if err := <-ja; !errors.Is(err, rooms.ErrRoomFull) {
+			t.Fatalf("join a: %v, want ROOM_FULL", err)
+		}
+		relB()
+		if err := <-jb; !errors.Is(err, rooms.ErrRoomFull) {
+			t.Fatalf("join b: %v, want ROOM_FULL", err)
+		}
+		holdsExactly(t, s2, u)
+		if _, err := s2.Join(ctx, u, other); err != nil {
+			t.Errorf("join elsewhere right after (u in no room): %v", err)
+		}
+	})
 }
 
 // holdHeldReserve holds, once armed, the next holdings_reserve call of
@@ -1181,38 +1155,36 @@ func holdHeldReserve(uid, room string, armed *atomic.Bool, reached, release chan
 // find: it answered the room u had left, and the entry stayed). Whatever
 // the quick-join then answers, u is in it and the holdings are exact.
 func TestQuickJoinPassesOverARoomLeftMeanwhile(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			u := user(1)
-			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
-			id := mustCreate(t, s2, user(902), *quickRoom("left4", "eu", 4)).Room.ID
-			other := mustCreate(t, s2, user(901), spread(1)).Room.ID
-			mustJoin(t, s2, u, id)
-			var armed atomic.Bool
-			reached, rel := make(chan struct{}), make(chan struct{})
-			s1.Client().AddHook(holdHeldReserve(u.ID, id, &armed, reached, rel))
-			armed.Store(true)
-			type res struct {
-				id  string
-				err error
-			}
-			done := make(chan res, 1)
-			go func() { q, err := s1.QuickJoin(ctx, u, "left4", []string{"eu"}, nil, nil); done <- res{q.Room.ID, err} }()
-			<-reached // memberOf read u a member; its Found is held
-			if err := s2.Leave(batch.Unbatched(ctx), u, id); err != nil {
-				t.Fatal(err)
-			}
-			close(rel)
-			q := <-done
-			real := reality(t, s2, u)
-			if q.err == nil && real[q.id] == "" {
-				t.Fatalf("the quick-join answered %s, u is in %v", q.id, real)
-			}
-			holdsExactly(t, s2, u)
-			if _, err := s2.Join(ctx, u, other); (err == nil) != (len(real) == 0) {
-				t.Errorf("join elsewhere right after, u in %v: %v", real, err)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		u := user(1)
+		s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+		id := mustCreate(t, s2, user(902), *quickRoom("left4", "eu", 4)).Room.ID
+		other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+		mustJoin(t, s2, u, id)
+		var armed atomic.Bool
+		reached, rel := make(chan struct{}), make(chan struct{})
+		s1.Client().AddHook(holdHeldReserve(u.ID, id, &armed, reached, rel))
+		armed.Store(true)
+		type res struct {
+			id  string
+			err error
+		}
+		done := make(chan res, 1)
+		go func() { q, err := s1.QuickJoin(ctx, u, "left4", []string{"eu"}, nil, nil); done <- res{q.Room.ID, err} }()
+		<-reached // memberOf read u a member; its Found is held
+		if err := s2.Leave(batch.Unbatched(ctx), u, id); err != nil {
+			t.Fatal(err)
+		}
+		close(rel)
+		q := <-done
+		real := reality(t, s2, u)
+		if q.err == nil && real[q.id] == "" {
+			t.Fatalf("the quick-join answered %s, u is in %v", q.id, real)
+		}
+		holdsExactly(t, s2, u)
+		if _, err := s2.Join(ctx, u, other); (err == nil) != (len(real) == 0) {
+			t.Errorf("join elsewhere right after, u in %v: %v", real, err)
+		}
+	})
 }

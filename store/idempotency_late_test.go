@@ -26,44 +26,42 @@ import (
 // while unkeyed writes and /readyz were fine. A claim left in Redis'
 // socket past its call's end is still not made.
 func TestIdempotencyClaimsOfAnInstanceBehindRedis(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := openStore(t, b)
-			idem := idempotency.New(s.Base()).WithClockBehind(5 * time.Second)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the embedded store's calls have no bound of their own: a standalone call's
-			defer cancel()
-			var calls atomic.Int64 // the commands with an argument in the claims' keys
-			s.Client().AddHook(redistest.Around(func(_ context.Context, cmds []redis.Cmder, send func() error) error {
-				for _, c := range cmds {
-					for _, a := range c.Args() {
-						if a, _ := a.(string); strings.Contains(a, ":idem:") {
-							calls.Add(1)
-							break
-						}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := openStore(t, b)
+		idem := idempotency.New(s.Base()).WithClockBehind(5 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the embedded store's calls have no bound of their own: a standalone call's
+		defer cancel()
+		var calls atomic.Int64 // the commands with an argument in the claims' keys
+		s.Client().AddHook(redistest.Around(func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+			for _, c := range cmds {
+				for _, a := range c.Args() {
+					if a, _ := a.(string); strings.Contains(a, ":idem:") {
+						calls.Add(1)
+						break
 					}
 				}
-				return send()
-			}))
-			if _, err := idempotency.New(s.Base()).Claim(ctx, "alice", "warm", "fp", time.Minute); err != nil { // the script loaded on alice's node
-				t.Fatal(err)
 			}
-			scripts := calls.Load
-			before := scripts()
-			for i, want := range []int64{2, 1, 1} { // the first learns the lead
-				c, err := idem.Claim(ctx, "alice", fmt.Sprint("k", i), "fp", time.Minute)
-				if err != nil || c.Outcome != contract.New {
-					t.Fatalf("claim %d of an instance 5 s behind Redis: %+v, %v", i, c, err)
-				}
-				if n := scripts(); n-before != want {
-					t.Fatalf("claim %d took %d script calls, want %d", i, n-before, want)
-				}
-				before = scripts()
+			return send()
+		}))
+		if _, err := idempotency.New(s.Base()).Claim(ctx, "alice", "warm", "fp", time.Minute); err != nil { // the script loaded on alice's node
+			t.Fatal(err)
+		}
+		scripts := calls.Load
+		before := scripts()
+		for i, want := range []int64{2, 1, 1} { // the first learns the lead
+			c, err := idem.Claim(ctx, "alice", fmt.Sprint("k", i), "fp", time.Minute)
+			if err != nil || c.Outcome != contract.New {
+				t.Fatalf("claim %d of an instance 5 s behind Redis: %+v, %v", i, c, err)
 			}
-			if c, err := idem.Claim(ctx, "alice", "k0", "fp", time.Minute); err != nil || c.Outcome != contract.InUse {
-				t.Fatalf("a claim made, claimed again: %+v, %v; want in use", c, err)
+			if n := scripts(); n-before != want {
+				t.Fatalf("claim %d took %d script calls, want %d", i, n-before, want)
 			}
-		})
-	}
+			before = scripts()
+		}
+		if c, err := idem.Claim(ctx, "alice", "k0", "fp", time.Minute); err != nil || c.Outcome != contract.InUse {
+			t.Fatalf("a claim made, claimed again: %+v, %v; want in use", c, err)
+		}
+	})
 }
 
 // An Idempotency-Key's claim whose call was cut while Redis hung with it

@@ -287,53 +287,51 @@ func TestInstanceDeregister(t *testing.T) {
 // Two stores (instances) reap at once: each lapsed id is reaped exactly
 // once, and a live one never.
 func TestInstanceReapRace(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			s1 := openRegistry(t, b, prefix)
-			s2 := s1 // an embedded store is one process' own
-			if b.Name != "embedded" {
-				s2 = openRegistry(t, b, prefix)
-			}
-			const n = 150 // more than one reap batch
-			for i := range n {
-				heartbeat(t, s1, self("d"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Now()))
-			}
-			time.Sleep(registryTTL + 100*time.Millisecond)
-			registerLive(t, s1, self("alive", time.Now()))
-			var wg sync.WaitGroup
-			got := make([][]string, 2)
-			for i, s := range []*store.Store{s1, s2} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r, err := s.Fleet().ReapInstances(context.Background())
-					if err != nil {
-						t.Error(err)
-					}
-					got[i] = r
-				}()
-			}
-			wg.Wait()
-			seen := map[string]int{}
-			for _, r := range got {
-				for _, id := range r {
-					seen[id]++
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		prefix := redistest.Prefix(t)
+		s1 := openRegistry(t, b, prefix)
+		s2 := s1 // an embedded store is one process' own
+		if b.Name != "embedded" {
+			s2 = openRegistry(t, b, prefix)
+		}
+		const n = 150 // more than one reap batch
+		for i := range n {
+			heartbeat(t, s1, self("d"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Now()))
+		}
+		time.Sleep(registryTTL + 100*time.Millisecond)
+		registerLive(t, s1, self("alive", time.Now()))
+		var wg sync.WaitGroup
+		got := make([][]string, 2)
+		for i, s := range []*store.Store{s1, s2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Fleet().ReapInstances(context.Background())
+				if err != nil {
+					t.Error(err)
 				}
+				got[i] = r
+			}()
+		}
+		wg.Wait()
+		seen := map[string]int{}
+		for _, r := range got {
+			for _, id := range r {
+				seen[id]++
 			}
-			if len(seen) != n || seen["alive"] != 0 {
-				t.Fatalf("reaped %d distinct ids (alive: %d), want %d", len(seen), seen["alive"], n)
+		}
+		if len(seen) != n || seen["alive"] != 0 {
+			t.Fatalf("reaped %d distinct ids (alive: %d), want %d", len(seen), seen["alive"], n)
+		}
+		for id, c := range seen {
+			if c != 1 {
+				t.Fatalf("%s reaped %d times", id, c)
 			}
-			for id, c := range seen {
-				if c != 1 {
-					t.Fatalf("%s reaped %d times", id, c)
-				}
-			}
-			if got := ids(listed(t, s2)); !equal(got, []string{"alive"}) {
-				t.Fatalf("listed %v", got)
-			}
-		})
-	}
+		}
+		if got := ids(listed(t, s2)); !equal(got, []string{"alive"}) {
+			t.Fatalf("listed %v", got)
+		}
+	})
 }
 
 // The registry's scripts run again after the server forgot them.

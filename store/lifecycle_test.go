@@ -123,43 +123,41 @@ func TestLifecycleClosesRooms(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, b := range redistest.Backends(t) {
-				t.Run(b.Name, func(t *testing.T) {
-					s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle = tc.life })
-					id := mustCreate(t, s, alice, newRoom()).Room.ID
-					mustJoin(t, s, bob, id)
-					if tc.setup != nil {
-						tc.setup(t, s, id)
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+				s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle = tc.life })
+				id := mustCreate(t, s, alice, newRoom()).Room.ID
+				mustJoin(t, s, bob, id)
+				if tc.setup != nil {
+					tc.setup(t, s, id)
+				}
+				rep := store.Report{}
+				if tc.reason == "" {
+					time.Sleep(2 * short)
+					for range 3 {
+						sweepAll(t, s, rep)
 					}
-					rep := store.Report{}
-					if tc.reason == "" {
-						time.Sleep(2 * short)
-						for range 3 {
-							sweepAll(t, s, rep)
-						}
-						if gone(s, id)() {
-							t.Fatalf("room closed (%v); want it open", rep)
-						}
-						checkInvariants(t, s)
-						return
-					}
-					sweepUntil(t, s, rep, gone(s, id))
-					closedWith(t, s, id, tc.reason)
-					// the members hear it on their personal streams
-					o, err := s.Sessions().OpenSession(context.Background(), sse.Session{UserID: bob.ID, Platform: "pc", ID: "b.1"}, sse.Cursor{}, 10)
-					if err != nil || len(o.Replay) != 1 || !strings.Contains(string(o.Replay[0].Data), `"type":"room_closed"`) ||
-						!strings.Contains(string(o.Replay[0].Data), `"roomId":"`+id+`"`) || !strings.Contains(string(o.Replay[0].Data), `"reason":"`+tc.reason+`"`) {
-						t.Errorf("bob's inbox after the close: %+v %v", o, err)
-					}
-					if rep[tc.action] != 1 {
-						t.Errorf("janitor report %v, want %s: 1", rep, tc.action)
-					}
-					if mine, _, err := s.MyRooms(context.Background(), bob, nil, rooms.MaxMyRooms); err != nil || len(mine) != 0 {
-						t.Errorf("bob's rooms after the close: %v, %v", mine, err)
+					if gone(s, id)() {
+						t.Fatalf("room closed (%v); want it open", rep)
 					}
 					checkInvariants(t, s)
-				})
-			}
+					return
+				}
+				sweepUntil(t, s, rep, gone(s, id))
+				closedWith(t, s, id, tc.reason)
+				// the members hear it on their personal streams
+				o, err := s.Sessions().OpenSession(context.Background(), sse.Session{UserID: bob.ID, Platform: "pc", ID: "b.1"}, sse.Cursor{}, 10)
+				if err != nil || len(o.Replay) != 1 || !strings.Contains(string(o.Replay[0].Data), `"type":"room_closed"`) ||
+					!strings.Contains(string(o.Replay[0].Data), `"roomId":"`+id+`"`) || !strings.Contains(string(o.Replay[0].Data), `"reason":"`+tc.reason+`"`) {
+					t.Errorf("bob's inbox after the close: %+v %v", o, err)
+				}
+				if rep[tc.action] != 1 {
+					t.Errorf("janitor report %v, want %s: 1", rep, tc.action)
+				}
+				if mine, _, err := s.MyRooms(context.Background(), bob, nil, rooms.MaxMyRooms); err != nil || len(mine) != 0 {
+					t.Errorf("bob's rooms after the close: %v, %v", mine, err)
+				}
+				checkInvariants(t, s)
+			})
 		})
 	}
 }
@@ -262,119 +260,115 @@ func TestEventLogIsBoundedInBytes(t *testing.T) {
 // MAXLEN ~), so the room hash counts it exactly ("ln", "lb"); a room from
 // before "ln" (an overestimated "lb") is counted at its next event.
 func TestEventLogTrimmedByCount(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := openStoreWith(t, b, func(c *store.Config) { c.LogMaxLen = 20 })
-			ctx := context.Background()
-			id := mustCreate(t, s, alice, newRoom()).Room.ID
-			patch := func(i int) {
-				t.Helper()
-				if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte(strconv.Itoa(i))}}); err != nil {
-					t.Fatalf("patch %d: %v", i, err)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := openStoreWith(t, b, func(c *store.Config) { c.LogMaxLen = 20 })
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		patch := func(i int) {
+			t.Helper()
+			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte(strconv.Itoa(i))}}); err != nil {
+				t.Fatalf("patch %d: %v", i, err)
 			}
-			// counted: the room hash counts the log exactly, the newest
-			// event last, and the log holds at least `least` events
-			// (all of them while fewer) and at most 22
-			least := 20
-			counted := func() {
-				t.Helper()
-				h := s.Client().HMGet(ctx, s.RoomKey(id), "ver", "ln", "lb").Val()
-				bytes, n := logBytes(t, s, id)
-				if h[1] != strconv.Itoa(n) || h[2] != strconv.Itoa(bytes) {
-					t.Fatalf("room hash counts %v entries of %v bytes; the log holds %d of %d", h[1], h[2], n, bytes)
-				}
-				evs := events(t, s, id)
-				if n < least && evs[0].Version != 1 || n > 22 || strconv.FormatInt(evs[len(evs)-1].Version, 10) != h[0] {
-					t.Fatalf("log holds %d events, versions %d..%d, room version %v; want %d to 22, the newest last",
-						n, evs[0].Version, evs[len(evs)-1].Version, h[0], least)
-				}
+		}
+		// counted: the room hash counts the log exactly, the newest
+		// event last, and the log holds at least `least` events
+		// (all of them while fewer) and at most 22
+		least := 20
+		counted := func() {
+			t.Helper()
+			h := s.Client().HMGet(ctx, s.RoomKey(id), "ver", "ln", "lb").Val()
+			bytes, n := logBytes(t, s, id)
+			if h[1] != strconv.Itoa(n) || h[2] != strconv.Itoa(bytes) {
+				t.Fatalf("room hash counts %v entries of %v bytes; the log holds %d of %d", h[1], h[2], n, bytes)
 			}
-			// an ordinary event trusts the counts, it does not count the log
-			// again: a count made wrong on purpose stays as wrong
-			patch(-1)
-			s.Client().HIncrBy(ctx, s.RoomKey(id), "lb", 7)
-			patch(-2)
-			bytes, _ := logBytes(t, s, id)
-			if lb := s.Client().HGet(ctx, s.RoomKey(id), "lb").Val(); lb != strconv.Itoa(bytes+7) {
-				t.Fatalf("lb %s after an event, want the count it was given moved by the event (%d): the log was counted again", lb, bytes+7)
+			evs := events(t, s, id)
+			if n < least && evs[0].Version != 1 || n > 22 || strconv.FormatInt(evs[len(evs)-1].Version, 10) != h[0] {
+				t.Fatalf("log holds %d events, versions %d..%d, room version %v; want %d to 22, the newest last",
+					n, evs[0].Version, evs[len(evs)-1].Version, h[0], least)
 			}
-			s.Client().HIncrBy(ctx, s.RoomKey(id), "lb", -7)
-			for i := range 60 {
-				patch(i)
-				counted()
-			}
-			// a room from before "ln": its "lb" overestimated the log
-			s.Client().HDel(ctx, s.RoomKey(id), "ln", "lv")
-			s.Client().HSet(ctx, s.RoomKey(id), "lb", 1<<30)
-			patch(60)
+		}
+		// an ordinary event trusts the counts, it does not count the log
+		// again: a count made wrong on purpose stays as wrong
+		patch(-1)
+		s.Client().HIncrBy(ctx, s.RoomKey(id), "lb", 7)
+		patch(-2)
+		bytes, _ := logBytes(t, s, id)
+		if lb := s.Client().HGet(ctx, s.RoomKey(id), "lb").Val(); lb != strconv.Itoa(bytes+7) {
+			t.Fatalf("lb %s after an event, want the count it was given moved by the event (%d): the log was counted again", lb, bytes+7)
+		}
+		s.Client().HIncrBy(ctx, s.RoomKey(id), "lb", -7)
+		for i := range 60 {
+			patch(i)
 			counted()
-			// an event of an older version's script (a rolling upgrade): it
-			// appends and moves the version, and counts nothing
-			v := s.Client().HIncrBy(ctx, s.RoomKey(id), "ver", 1).Val()
-			ev := fmt.Sprintf(`{"type":"state","roomId":%q,"version":%d,"ts":"2026-11-28T00:00:00Z","by":0,"set":{}}`, id, v)
-			if err := s.Client().XAdd(ctx, &redis.XAddArgs{Stream: s.LogKey(id), ID: fmt.Sprint(v, "-0"), Values: []any{"g", "old", "d", ev}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-			patch(61)
+		}
+		// a room from before "ln": its "lb" overestimated the log
+		s.Client().HDel(ctx, s.RoomKey(id), "ln", "lv")
+		s.Client().HSet(ctx, s.RoomKey(id), "lb", 1<<30)
+		patch(60)
+		counted()
+		// an event of an older version's script (a rolling upgrade): it
+		// appends and moves the version, and counts nothing
+		v := s.Client().HIncrBy(ctx, s.RoomKey(id), "ver", 1).Val()
+		ev := fmt.Sprintf(`{"type":"state","roomId":%q,"version":%d,"ts":"2026-11-28T00:00:00Z","by":0,"set":{}}`, id, v)
+		if err := s.Client().XAdd(ctx, &redis.XAddArgs{Stream: s.LogKey(id), ID: fmt.Sprint(v, "-0"), Values: []any{"g", "old", "d", ev}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		patch(61)
+		counted()
+		// an older version's janitor dropped the idle log: it deletes the
+		// log and "lb", and moves no version
+		s.Client().Del(ctx, s.LogKey(id))
+		s.Client().HDel(ctx, s.RoomKey(id), "lb")
+		least = 0
+		for i := range 25 {
+			patch(100 + i)
 			counted()
-			// an older version's janitor dropped the idle log: it deletes the
-			// log and "lb", and moves no version
-			s.Client().Del(ctx, s.LogKey(id))
-			s.Client().HDel(ctx, s.RoomKey(id), "lb")
-			least = 0
-			for i := range 25 {
-				patch(100 + i)
-				counted()
-				if evs := events(t, s, id); i < 22 && len(evs) != i+1 {
-					t.Fatalf("%d events after the drop, the log holds %d", i+1, len(evs))
-				}
+			if evs := events(t, s, id); i < 22 && len(evs) != i+1 {
+				t.Fatalf("%d events after the drop, the log holds %d", i+1, len(evs))
 			}
-			// (not checkInvariants: it knows only the default length)
-		})
-	}
+		}
+		// (not checkInvariants: it knows only the default length)
+	})
 }
 
 func TestIdleLogIsDropped(t *testing.T) {
 	alongside(t)
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle.LogIdleTrim = 200 * time.Millisecond })
-			ctx := context.Background()
-			id := mustCreate(t, s, alice, newRoom()).Room.ID
-			mustJoin(t, s, bob, id)
-			rep := store.Report{}
-			sweepUntil(t, s, rep, func() bool { return s.Client().Exists(ctx, s.LogKey(id)).Val() == 0 })
-			if rep["trimmed"] != 1 {
-				t.Fatalf("report %v, want trimmed: 1", rep)
-			}
-			checkInvariants(t, s)
-			o := open(t, s, lease(id, bob, "b"), sse.Cursor{Set: true, Version: 2})
-			if o.Snapshot == nil || o.Snapshot.Version != 3 {
-				t.Fatalf("resume after the drop: %+v; want a snapshot at version 3 (the connect)", o)
-			}
-			// the log starts again with the next event and stays checkable
-			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte("1")}}); err != nil {
-				t.Fatal(err)
-			}
-			if evs := events(t, s, id); len(evs) != 2 || evs[0].Type != "player_connected" || evs[1].Type != "state" {
-				t.Fatalf("log after the drop: %v", types(evs))
-			}
-			checkInvariants(t, s)
-			// the new log is dropped in turn once the room idles again, with
-			// no idle timeout to bring the room back to the janitor
-			l := lease(id, bob, "b")
-			l.PlayerID = o.PlayerID
-			if err := s.CloseStream(ctx, l); err != nil {
-				t.Fatal(err)
-			}
-			sweepUntil(t, s, rep, func() bool { return s.Client().Exists(ctx, s.LogKey(id)).Val() == 0 })
-			if rep["trimmed"] != 2 {
-				t.Fatalf("report %v, want trimmed: 2", rep)
-			}
-			checkInvariants(t, s)
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle.LogIdleTrim = 200 * time.Millisecond })
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		mustJoin(t, s, bob, id)
+		rep := store.Report{}
+		sweepUntil(t, s, rep, func() bool { return s.Client().Exists(ctx, s.LogKey(id)).Val() == 0 })
+		if rep["trimmed"] != 1 {
+			t.Fatalf("report %v, want trimmed: 1", rep)
+		}
+		checkInvariants(t, s)
+		o := open(t, s, lease(id, bob, "b"), sse.Cursor{Set: true, Version: 2})
+		if o.Snapshot == nil || o.Snapshot.Version != 3 {
+			t.Fatalf("resume after the drop: %+v; want a snapshot at version 3 (the connect)", o)
+		}
+		// the log starts again with the next event and stays checkable
+		if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte("1")}}); err != nil {
+			t.Fatal(err)
+		}
+		if evs := events(t, s, id); len(evs) != 2 || evs[0].Type != "player_connected" || evs[1].Type != "state" {
+			t.Fatalf("log after the drop: %v", types(evs))
+		}
+		checkInvariants(t, s)
+		// the new log is dropped in turn once the room idles again, with
+		// no idle timeout to bring the room back to the janitor
+		l := lease(id, bob, "b")
+		l.PlayerID = o.PlayerID
+		if err := s.CloseStream(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		sweepUntil(t, s, rep, func() bool { return s.Client().Exists(ctx, s.LogKey(id)).Val() == 0 })
+		if rep["trimmed"] != 2 {
+			t.Fatalf("report %v, want trimmed: 2", rep)
+		}
+		checkInvariants(t, s)
+	})
 }
 
 // countKeys lists the keys under the store's prefix on every master.
@@ -461,105 +455,103 @@ func TestRepairWalkFixesDrift(t *testing.T) {
 }
 
 func TestChurnLeavesNoKeys(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := openStoreWith(t, b, func(c *store.Config) {
-				c.Lifecycle = store.Lifecycle{IdleTimeout: 400 * time.Millisecond, FinishedRetention: 200 * time.Millisecond,
-					LogIdleTrim: 200 * time.Millisecond}
-				c.ClosedLogTTL = time.Second
-				c.DisconnectGrace = 200 * time.Millisecond
-				c.PresenceTTL = 300 * time.Millisecond
-				c.Offline = userlog.Config{TTL: time.Minute}
-			})
-			ctx := context.Background()
-			before := countKeys(t, s)
-			var wg sync.WaitGroup
-			for w := range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 6 {
-						owner, guest := user(w*100+i), user(w*100+i+50)
-						r := newRoom(func(r *rooms.NewRoom) {
-							r.Mode = []string{"battle", "duel"}[i%2]
-							if i%3 == 0 {
-								r.Visibility = rooms.Private
-							}
-							if w%2 == 0 { // its shard's create key goes with it
-								r.Key = fmt.Sprint("create-", i)
-							}
-						})
-						j, err := s.Create(ctx, owner, r)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						id := j.Room.ID
-						s.Join(ctx, guest, id)
-						s.SendMessage(ctx, guest, id, rooms.Message{Type: "chat", Data: []byte(`1`)})
-						// the room's keys of keyed messages go with it
-						s.SendMessage(ctx, owner, id, rooms.Message{Type: "chat", Data: []byte(`2`), Key: "k-" + id})
-						switch i % 6 {
-						case 0: // everyone leaves
-							s.Leave(ctx, guest, id)
-							s.Leave(ctx, owner, id)
-						case 1: // the owner closes it
-							s.Delete(ctx, owner, id)
-						case 2: // finished, then abandoned
-							s.Update(ctx, owner, id, rooms.UpdateParams{Status: ptr(rooms.Finished)})
-						case 3: // a stream opens and its instance dies (no close)
-							s.OpenStream(ctx, lease(id, guest, "dead"), sse.ReadFrom, sse.Cursor{}, 1000)
-						case 4: // a stream opens and closes
-							o, _ := s.OpenStream(ctx, lease(id, owner, "st"), sse.ReadFrom, sse.Cursor{}, 1000)
-							l := lease(id, owner, "st")
-							l.PlayerID = o.PlayerID
-							s.CloseStream(ctx, l)
-						case 5: // simply abandoned
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if len(countKeys(t, s)) <= len(before) {
-				t.Fatal("the churn wrote no keys")
-			}
-			rep := store.Report{}
-			// the room_closed notices of the rooms the janitor closed wait in
-			// their members' personal logs, which expire (checked below)
-			personal := func(k string) bool { return strings.Contains(k, ":ulog") || strings.Contains(k, ":ubody:") }
-			fixed := func(k string) bool {
-				return strings.HasSuffix(k, ":meta") || strings.HasSuffix(k, ":clock") || personal(k)
-			}
-			sweepUntil(t, s, rep, func() bool {
-				for _, k := range countKeys(t, s) {
-					if !fixed(k) {
-						return false
-					}
-				}
-				return true
-			})
-			after := countKeys(t, s)
-			clocks, logs := 0, 0
-			for _, k := range after {
-				switch {
-				case strings.HasSuffix(k, ":clock"):
-					clocks++
-				case personal(k):
-					logs++
-					if ttl := s.Client().PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute {
-						t.Errorf("%s: TTL %v, want the offline TTL (1m) at most", k, ttl)
-					}
-				}
-			}
-			if logs == 0 {
-				t.Error("no member of a room the janitor closed was told")
-			}
-			if len(after)-clocks-logs != len(before) {
-				t.Fatalf("keys before %v, after %v", before, after)
-			}
-			t.Logf("janitor: %v; left: %d clock keys and %v", rep, clocks, before)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := openStoreWith(t, b, func(c *store.Config) {
+			c.Lifecycle = store.Lifecycle{IdleTimeout: 400 * time.Millisecond, FinishedRetention: 200 * time.Millisecond,
+				LogIdleTrim: 200 * time.Millisecond}
+			c.ClosedLogTTL = time.Second
+			c.DisconnectGrace = 200 * time.Millisecond
+			c.PresenceTTL = 300 * time.Millisecond
+			c.Offline = userlog.Config{TTL: time.Minute}
 		})
-	}
+		ctx := context.Background()
+		before := countKeys(t, s)
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 6 {
+					owner, guest := user(w*100+i), user(w*100+i+50)
+					r := newRoom(func(r *rooms.NewRoom) {
+						r.Mode = []string{"battle", "duel"}[i%2]
+						if i%3 == 0 {
+							r.Visibility = rooms.Private
+						}
+						if w%2 == 0 { // its shard's create key goes with it
+							r.Key = fmt.Sprint("create-", i)
+						}
+					})
+					j, err := s.Create(ctx, owner, r)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					id := j.Room.ID
+					s.Join(ctx, guest, id)
+					s.SendMessage(ctx, guest, id, rooms.Message{Type: "chat", Data: []byte(`1`)})
+					// the room's keys of keyed messages go with it
+					s.SendMessage(ctx, owner, id, rooms.Message{Type: "chat", Data: []byte(`2`), Key: "k-" + id})
+					switch i % 6 {
+					case 0: // everyone leaves
+						s.Leave(ctx, guest, id)
+						s.Leave(ctx, owner, id)
+					case 1: // the owner closes it
+						s.Delete(ctx, owner, id)
+					case 2: // finished, then abandoned
+						s.Update(ctx, owner, id, rooms.UpdateParams{Status: ptr(rooms.Finished)})
+					case 3: // a stream opens and its instance dies (no close)
+						s.OpenStream(ctx, lease(id, guest, "dead"), sse.ReadFrom, sse.Cursor{}, 1000)
+					case 4: // a stream opens and closes
+						o, _ := s.OpenStream(ctx, lease(id, owner, "st"), sse.ReadFrom, sse.Cursor{}, 1000)
+						l := lease(id, owner, "st")
+						l.PlayerID = o.PlayerID
+						s.CloseStream(ctx, l)
+					case 5: // simply abandoned
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(countKeys(t, s)) <= len(before) {
+			t.Fatal("the churn wrote no keys")
+		}
+		rep := store.Report{}
+		// the room_closed notices of the rooms the janitor closed wait in
+		// their members' personal logs, which expire (checked below)
+		personal := func(k string) bool { return strings.Contains(k, ":ulog") || strings.Contains(k, ":ubody:") }
+		fixed := func(k string) bool {
+			return strings.HasSuffix(k, ":meta") || strings.HasSuffix(k, ":clock") || personal(k)
+		}
+		sweepUntil(t, s, rep, func() bool {
+			for _, k := range countKeys(t, s) {
+				if !fixed(k) {
+					return false
+				}
+			}
+			return true
+		})
+		after := countKeys(t, s)
+		clocks, logs := 0, 0
+		for _, k := range after {
+			switch {
+			case strings.HasSuffix(k, ":clock"):
+				clocks++
+			case personal(k):
+				logs++
+				if ttl := s.Client().PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute {
+					t.Errorf("%s: TTL %v, want the offline TTL (1m) at most", k, ttl)
+				}
+			}
+		}
+		if logs == 0 {
+			t.Error("no member of a room the janitor closed was told")
+		}
+		if len(after)-clocks-logs != len(before) {
+			t.Fatalf("keys before %v, after %v", before, after)
+		}
+		t.Logf("janitor: %v; left: %d clock keys and %v", rep, clocks, before)
+	})
 }
 
 func TestStreamsPerPlayerAreBounded(t *testing.T) {

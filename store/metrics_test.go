@@ -65,46 +65,44 @@ func openObserved(t *testing.T, b redistest.Backend, m store.Metrics) *store.Sto
 // that reads the room, and also when Redis had forgotten it (NOSCRIPT is
 // no outcome: the run after it is).
 func TestMetricsRecordScriptRuns(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			rec := newRecorder()
-			s := openObserved(t, b, rec)
-			ctx := context.Background()
-			r := mustCreate(t, s, alice, newRoom(func(n *rooms.NewRoom) { n.MaxPlayers = 2 })).Room
-			mustJoin(t, s, bob, r.ID)
-			if _, err := s.Join(ctx, carol, r.ID); !errors.Is(err, rooms.ErrRoomFull) {
-				t.Fatalf("join of a full room: %v", err)
-			}
-			if _, err := s.PatchState(ctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"a": []byte("1")}, IfMatch: 7}); !errors.Is(err, rooms.ErrVersionMismatch) {
-				t.Fatalf("patch with a stale If-Match: %v", err)
-			}
-			if _, err := s.OpenStream(ctx, sse.Lease{Room: r.ID, UserID: bob.ID, Stream: "s1"}, sse.ReadFrom, sse.Cursor{}, 10); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.RenewStreams(ctx, []sse.Lease{{Room: r.ID, UserID: bob.ID, PlayerID: 2, Stream: "s1"}}); err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]int{"room_create OK": 1, "room_join OK": 1, "room_join ROOM_FULL": 1,
-				"state_patch VERSION_MISMATCH": 1, "stream_open OK": 1, "presence_renew OK": 1}
-			scripts, errs, zero := rec.take()
-			if !maps.Equal(scripts, want) || len(errs) != 0 || zero != 0 {
-				t.Errorf("recorded %v, errors %v, %d without duration; want %v and none", scripts, errs, zero, want)
-			}
-			if b.Name == "embedded" {
-				return // miniredis has no SCRIPT FLUSH
-			}
-			flushScripts(t, s)
-			if err := s.Leave(ctx, bob, r.ID); err != nil { // Script.Run: EVALSHA, NOSCRIPT, EVAL
-				t.Fatal(err)
-			}
-			flushScripts(t, s)
-			mustJoin(t, s, carol, r.ID) // in MULTI/EXEC: NOSCRIPT, SCRIPT LOAD, again
-			want = map[string]int{"player_remove OK": 1, "room_join OK": 1}
-			if scripts, errs, _ = rec.take(); !maps.Equal(scripts, want) || len(errs) != 0 {
-				t.Errorf("after SCRIPT FLUSH: recorded %v, errors %v; want %v and none", scripts, errs, want)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		rec := newRecorder()
+		s := openObserved(t, b, rec)
+		ctx := context.Background()
+		r := mustCreate(t, s, alice, newRoom(func(n *rooms.NewRoom) { n.MaxPlayers = 2 })).Room
+		mustJoin(t, s, bob, r.ID)
+		if _, err := s.Join(ctx, carol, r.ID); !errors.Is(err, rooms.ErrRoomFull) {
+			t.Fatalf("join of a full room: %v", err)
+		}
+		if _, err := s.PatchState(ctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"a": []byte("1")}, IfMatch: 7}); !errors.Is(err, rooms.ErrVersionMismatch) {
+			t.Fatalf("patch with a stale If-Match: %v", err)
+		}
+		if _, err := s.OpenStream(ctx, sse.Lease{Room: r.ID, UserID: bob.ID, Stream: "s1"}, sse.ReadFrom, sse.Cursor{}, 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RenewStreams(ctx, []sse.Lease{{Room: r.ID, UserID: bob.ID, PlayerID: 2, Stream: "s1"}}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{"room_create OK": 1, "room_join OK": 1, "room_join ROOM_FULL": 1,
+			"state_patch VERSION_MISMATCH": 1, "stream_open OK": 1, "presence_renew OK": 1}
+		scripts, errs, zero := rec.take()
+		if !maps.Equal(scripts, want) || len(errs) != 0 || zero != 0 {
+			t.Errorf("recorded %v, errors %v, %d without duration; want %v and none", scripts, errs, zero, want)
+		}
+		if b.Name == "embedded" {
+			return // miniredis has no SCRIPT FLUSH
+		}
+		flushScripts(t, s)
+		if err := s.Leave(ctx, bob, r.ID); err != nil { // Script.Run: EVALSHA, NOSCRIPT, EVAL
+			t.Fatal(err)
+		}
+		flushScripts(t, s)
+		mustJoin(t, s, carol, r.ID) // in MULTI/EXEC: NOSCRIPT, SCRIPT LOAD, again
+		want = map[string]int{"player_remove OK": 1, "room_join OK": 1}
+		if scripts, errs, _ = rec.take(); !maps.Equal(scripts, want) || len(errs) != 0 {
+			t.Errorf("after SCRIPT FLUSH: recorded %v, errors %v; want %v and none", scripts, errs, want)
+		}
+	})
 }
 
 // A Redis that went away makes scripts "unavailable" and counts each

@@ -23,70 +23,66 @@ func quickRoom(mode, region string, max int) *rooms.NewRoom {
 // N concurrent quick-joins through two instances, rooms of M seats: exactly
 // ceil(N/M) rooms, all full but the last, every caller in one of them.
 func TestQuickJoinPacksConcurrentCallers(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s1, s2 := twoInstances(t, b)
-			ctx := context.Background()
-			const n, m = 30, 4
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			created := 0
-			inRoom := map[string]int{}
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s := []*store.Store{s1, s2}[i%2]
-					q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, nil, quickRoom("duel", "eu", m))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					inRoom[q.Room.ID]++
-					if q.Created {
-						created++
-					}
-				}()
-			}
-			wg.Wait()
-			wantRooms := (n + m - 1) / m
-			if len(inRoom) != wantRooms || created != wantRooms {
-				t.Fatalf("%d rooms (%d created) for %d callers of %d seats, want %d", len(inRoom), created, n, m, wantRooms)
-			}
-			page, err := lobby.NewService(s1.Listing()).List(ctx, lobby.ListParams{Mode: "duel", Region: "eu", Limit: ptr(100)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			partial := 0
-			total := 0
-			for _, r := range page.Rooms {
-				total += r.PlayerCount
-				if r.PlayerCount < m {
-					partial++
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s1, s2 := twoInstances(t, b)
+		ctx := context.Background()
+		const n, m = 30, 4
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		created := 0
+		inRoom := map[string]int{}
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := []*store.Store{s1, s2}[i%2]
+				q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, nil, quickRoom("duel", "eu", m))
+				if err != nil {
+					t.Error(err)
+					return
 				}
+				mu.Lock()
+				defer mu.Unlock()
+				inRoom[q.Room.ID]++
+				if q.Created {
+					created++
+				}
+			}()
+		}
+		wg.Wait()
+		wantRooms := (n + m - 1) / m
+		if len(inRoom) != wantRooms || created != wantRooms {
+			t.Fatalf("%d rooms (%d created) for %d callers of %d seats, want %d", len(inRoom), created, n, m, wantRooms)
+		}
+		page, err := lobby.NewService(s1.Listing()).List(ctx, lobby.ListParams{Mode: "duel", Region: "eu", Limit: ptr(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		partial := 0
+		total := 0
+		for _, r := range page.Rooms {
+			total += r.PlayerCount
+			if r.PlayerCount < m {
+				partial++
 			}
-			if len(page.Rooms) != wantRooms || total != n || partial != 1 {
-				t.Fatalf("rooms %d, players %d, not full %d; want %d, %d, 1", len(page.Rooms), total, partial, wantRooms, n)
-			}
-			checkInvariants(t, s1)
-		})
-	}
+		}
+		if len(page.Rooms) != wantRooms || total != n || partial != 1 {
+			t.Fatalf("rooms %d, players %d, not full %d; want %d, %d, 1", len(page.Rooms), total, partial, wantRooms, n)
+		}
+		checkInvariants(t, s1)
+	})
 }
 
 func TestQuickJoinChoices(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			// without quotas a member's rooms are read from the user
-			// indexes, with them from the user's holdings
-			t.Run("indexes", func(t *testing.T) { quickJoinChoices(t, openStore(t, b), "ctf", false) })
-			t.Run("holdings", func(t *testing.T) {
-				s := openStoreWith(t, b, func(c *store.Config) { c.Quotas = store.Quotas{RoomsOwned: 5, RoomsJoined: 20} })
-				quickJoinChoices(t, s, "ctf-held", true)
-			})
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		// without quotas a member's rooms are read from the user
+		// indexes, with them from the user's holdings
+		t.Run("indexes", func(t *testing.T) { quickJoinChoices(t, openStore(t, b), "ctf", false) })
+		t.Run("holdings", func(t *testing.T) {
+			s := openStoreWith(t, b, func(c *store.Config) { c.Quotas = store.Quotas{RoomsOwned: 5, RoomsJoined: 20} })
+			quickJoinChoices(t, s, "ctf-held", true)
 		})
-	}
+	})
 }
 
 func quickJoinChoices(t *testing.T, s *store.Store, mode string, held bool) {
@@ -210,65 +206,63 @@ func (c *scriptCounter) get(key string) int {
 // (as its owner when it created it; no placeholder left in the holdings),
 // and the rooms pack.
 func TestQuickJoinOneRegionNeverLosesARace(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			count := &scriptCounter{runs: map[string]int{}}
-			s1, s2 := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1, RoomsJoined: 2}, Metrics: count})
-			ctx := context.Background()
-			const n, m = 48, 4
-			var wg sync.WaitGroup
-			got := make([]rooms.QuickJoined, n)
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s := []*store.Store{s1, s2}[i%2]
-					q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, nil, quickRoom("duel", "eu", m))
-					if err != nil {
-						t.Error(err)
-					}
-					got[i] = q
-				}()
-			}
-			wg.Wait()
-			wantRooms := (n + m - 1) / m
-			inRoom := map[string]int{}
-			for i, q := range got {
-				inRoom[q.Room.ID]++
-				if q.Room.ID == "" || q.PlayerID == 0 {
-					t.Fatalf("caller %d: %+v", i, q)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		count := &scriptCounter{runs: map[string]int{}}
+		s1, s2 := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1, RoomsJoined: 2}, Metrics: count})
+		ctx := context.Background()
+		const n, m = 48, 4
+		var wg sync.WaitGroup
+		got := make([]rooms.QuickJoined, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := []*store.Store{s1, s2}[i%2]
+				q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, nil, quickRoom("duel", "eu", m))
+				if err != nil {
+					t.Error(err)
 				}
-				h, err := s1.Holdings(ctx, user(i).ID)
-				if role := map[bool]string{true: "o", false: "m"}[q.Created]; err != nil || len(h) != 1 || h[q.Room.ID] != role {
-					t.Errorf("caller %d in %s holds %v (%v)", i, q.Room.ID, h, err)
-				}
+				got[i] = q
+			}()
+		}
+		wg.Wait()
+		wantRooms := (n + m - 1) / m
+		inRoom := map[string]int{}
+		for i, q := range got {
+			inRoom[q.Room.ID]++
+			if q.Room.ID == "" || q.PlayerID == 0 {
+				t.Fatalf("caller %d: %+v", i, q)
 			}
-			if len(inRoom) != wantRooms {
-				t.Fatalf("%d rooms for %d callers of %d seats, want %d", len(inRoom), n, m, wantRooms)
+			h, err := s1.Holdings(ctx, user(i).ID)
+			if role := map[bool]string{true: "o", false: "m"}[q.Created]; err != nil || len(h) != 1 || h[q.Room.ID] != role {
+				t.Errorf("caller %d in %s holds %v (%v)", i, q.Room.ID, h, err)
 			}
-			for id, k := range inRoom {
-				if k > m {
-					t.Errorf("room %s: %d players of %d seats", id, k, m)
-				}
+		}
+		if len(inRoom) != wantRooms {
+			t.Fatalf("%d rooms for %d callers of %d seats, want %d", len(inRoom), n, m, wantRooms)
+		}
+		for id, k := range inRoom {
+			if k > m {
+				t.Errorf("room %s: %d players of %d seats", id, k, m)
 			}
-			created := 0
-			for _, q := range got {
-				if q.Created {
-					created++
-				}
+		}
+		created := 0
+		for _, q := range got {
+			if q.Created {
+				created++
 			}
-			if j := count.get("quick_join OK"); j != n || created != wantRooms {
-				t.Errorf("%d quick_join runs placed a caller, %d created a room; want %d, %d", j, created, n, wantRooms)
+		}
+		if j := count.get("quick_join OK"); j != n || created != wantRooms {
+			t.Errorf("%d quick_join runs placed a caller, %d created a room; want %d, %d", j, created, n, wantRooms)
+		}
+		for _, k := range []string{"quick_join TAKEN", "quick_join NONE", "room_create OK", "room_create JOINABLE_EXISTS",
+			"room_join OK", "room_join ROOM_FULL", "room_join ROOM_NOT_JOINABLE"} {
+			if c := count.get(k); c != 0 {
+				t.Errorf("%s: %d runs, want none", k, c)
 			}
-			for _, k := range []string{"quick_join TAKEN", "quick_join NONE", "room_create OK", "room_create JOINABLE_EXISTS",
-				"room_join OK", "room_join ROOM_FULL", "room_join ROOM_NOT_JOINABLE"} {
-				if c := count.get(k); c != 0 {
-					t.Errorf("%s: %d runs, want none", k, c)
-				}
-			}
-			checkInvariants(t, s1)
-		})
-	}
+		}
+		checkInvariants(t, s1)
+	})
 }
 
 // A user banned from the fullest room of the bucket is put into the next
@@ -278,118 +272,114 @@ func TestQuickJoinOneRegionNeverLosesARace(t *testing.T) {
 // left behind (a crash between the script and the rebind) is dropped by
 // the next check of the holdings.
 func TestQuickJoinOneRegionBansFiltersAndPlaceholders(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsJoined: 8}})
-			ctx := context.Background()
-			mk := func(owner rooms.User, m string, players int) string {
-				r := quickRoom("ffa", "eu", 8)
-				r.Attributes = map[string]any{"map": m}
-				id := mustCreate(t, s, owner, *r).Room.ID
-				for i := 1; i < players; i++ {
-					if _, err := s.Join(ctx, rooms.User{ID: fmt.Sprintf("%s-%d", owner.ID, i)}, id); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return id
-			}
-			fullest := mk(user(1), "dust2", 5)
-			next := mk(user(2), "inferno", 3)
-			victim := user(9)
-			for i, id := range []string{fullest, next} {
-				j, err := s.Join(ctx, victim, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Ban(ctx, user(i+1), id, j.PlayerID); err != nil {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsJoined: 8}})
+		ctx := context.Background()
+		mk := func(owner rooms.User, m string, players int) string {
+			r := quickRoom("ffa", "eu", 8)
+			r.Attributes = map[string]any{"map": m}
+			id := mustCreate(t, s, owner, *r).Room.ID
+			for i := 1; i < players; i++ {
+				if _, err := s.Join(ctx, rooms.User{ID: fmt.Sprintf("%s-%d", owner.ID, i)}, id); err != nil {
 					t.Fatal(err)
 				}
 			}
-			free := mk(user(3), "inferno", 1)
-			q, err := s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, nil)
-			if err != nil || q.Room.ID != free {
-				t.Fatalf("banned from %s and %s: joined %s (%v), want %s", fullest, next, q.Room.ID, err, free)
-			}
-			if err := s.Leave(ctx, victim, free); err != nil {
-				t.Fatal(err)
-			}
-			// without free (now closed: its owner alone), every joinable room banned victim
-			if err := s.Leave(ctx, user(3), free); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, nil); !errors.Is(err, rooms.ErrNoMatch) {
-				t.Fatalf("every room banned the caller: %v, want no match", err)
-			}
-			q, err = s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 8))
-			if err != nil || !q.Created {
-				t.Fatalf("create past the rooms that banned the caller: %+v %v", q, err)
-			}
-			// filters: inferno rooms only; the fullest inferno room is next
-			filters, _ := rooms.ParseAttrQuery(map[string][]string{"attr.map": {"inferno"}})
-			q, err = s.QuickJoin(ctx, user(20), "ffa", []string{"eu"}, filters, nil)
-			if err != nil || q.Room.ID != next {
-				t.Fatalf("filtered: joined %s (%v), want %s", q.Room.ID, err, next)
-			}
-			checkInvariants(t, s)
-
-			// a placeholder left behind counts until the holdings are checked
-			s, _ = twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsJoined: 2}})
-			mustCreate(t, s, user(31), *quickRoom("ffa", "eu", 8))
-			u := user(30)
-			if err := s.Reserve(ctx, u.ID, "qj:leftbehind", false); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Reserve(ctx, u.ID, "qj:leftbehind2", false); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
-				t.Fatal(err)
-			}
-			q, err = s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, nil)
+			return id
+		}
+		fullest := mk(user(1), "dust2", 5)
+		next := mk(user(2), "inferno", 3)
+		victim := user(9)
+		for i, id := range []string{fullest, next} {
+			j, err := s.Join(ctx, victim, id)
 			if err != nil {
-				t.Fatalf("quota full of stale placeholders: %v", err)
+				t.Fatal(err)
 			}
-			if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 || h[q.Room.ID] != "m" {
-				t.Errorf("holdings %v, want only %s", h, q.Room.ID)
+			if err := s.Ban(ctx, user(i+1), id, j.PlayerID); err != nil {
+				t.Fatal(err)
 			}
-			checkInvariants(t, s)
-		})
-	}
+		}
+		free := mk(user(3), "inferno", 1)
+		q, err := s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, nil)
+		if err != nil || q.Room.ID != free {
+			t.Fatalf("banned from %s and %s: joined %s (%v), want %s", fullest, next, q.Room.ID, err, free)
+		}
+		if err := s.Leave(ctx, victim, free); err != nil {
+			t.Fatal(err)
+		}
+		// without free (now closed: its owner alone), every joinable room banned victim
+		if err := s.Leave(ctx, user(3), free); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, nil); !errors.Is(err, rooms.ErrNoMatch) {
+			t.Fatalf("every room banned the caller: %v, want no match", err)
+		}
+		q, err = s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 8))
+		if err != nil || !q.Created {
+			t.Fatalf("create past the rooms that banned the caller: %+v %v", q, err)
+		}
+		// filters: inferno rooms only; the fullest inferno room is next
+		filters, _ := rooms.ParseAttrQuery(map[string][]string{"attr.map": {"inferno"}})
+		q, err = s.QuickJoin(ctx, user(20), "ffa", []string{"eu"}, filters, nil)
+		if err != nil || q.Room.ID != next {
+			t.Fatalf("filtered: joined %s (%v), want %s", q.Room.ID, err, next)
+		}
+		checkInvariants(t, s)
+
+		// a placeholder left behind counts until the holdings are checked
+		s, _ = twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsJoined: 2}})
+		mustCreate(t, s, user(31), *quickRoom("ffa", "eu", 8))
+		u := user(30)
+		if err := s.Reserve(ctx, u.ID, "qj:leftbehind", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Reserve(ctx, u.ID, "qj:leftbehind2", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
+			t.Fatal(err)
+		}
+		q, err = s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, nil)
+		if err != nil {
+			t.Fatalf("quota full of stale placeholders: %v", err)
+		}
+		if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 || h[q.Room.ID] != "m" {
+			t.Errorf("holdings %v, want only %s", h, q.Room.ID)
+		}
+		checkInvariants(t, s)
+	})
 }
 
 // A user who owns all the rooms it may still quick-joins a room of others
 // (as a member); with nothing to join it gets the owned-rooms limit, as a
 // create would, and nothing is created.
 func TestQuickJoinOneRegionOwnedLimit(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1}})
-			ctx := context.Background()
-			u := user(1)
-			mustCreate(t, s, u, *quickRoom("other", "eu", 4))
-			theirs := mustCreate(t, s, user(2), *quickRoom("ffa", "eu", 4)).Room.ID
-			q, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4))
-			if err != nil || q.Room.ID != theirs || q.Created {
-				t.Fatalf("joined %+v (%v), want %s", q, err, theirs)
-			}
-			if h, _ := s.Holdings(ctx, u.ID); len(h) != 2 || h[theirs] != "m" {
-				t.Errorf("holdings %v", h)
-			}
-			if err := s.Leave(ctx, u, theirs); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Leave(ctx, user(2), theirs); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
-				t.Fatalf("nothing to join, owning all it may: %v, want the owned-rooms limit", err)
-			}
-			if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 {
-				t.Errorf("holdings after the refusal %v", h)
-			}
-			checkInvariants(t, s)
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1}})
+		ctx := context.Background()
+		u := user(1)
+		mustCreate(t, s, u, *quickRoom("other", "eu", 4))
+		theirs := mustCreate(t, s, user(2), *quickRoom("ffa", "eu", 4)).Room.ID
+		q, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4))
+		if err != nil || q.Room.ID != theirs || q.Created {
+			t.Fatalf("joined %+v (%v), want %s", q, err, theirs)
+		}
+		if h, _ := s.Holdings(ctx, u.ID); len(h) != 2 || h[theirs] != "m" {
+			t.Errorf("holdings %v", h)
+		}
+		if err := s.Leave(ctx, u, theirs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Leave(ctx, user(2), theirs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+			t.Fatalf("nothing to join, owning all it may: %v, want the owned-rooms limit", err)
+		}
+		if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 {
+			t.Errorf("holdings after the refusal %v", h)
+		}
+		checkInvariants(t, s)
+	})
 }
 
 // One user's quick-joins at once, through two instances, end in one room,
@@ -398,50 +388,48 @@ func TestQuickJoinOneRegionOwnedLimit(t *testing.T) {
 // that room, and the user is in no other. Rounds over one region (one
 // script) and over two (read, then join).
 func TestQuickJoinOneUserAtOnceEndsInOneRoom(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s1, s2 := twoInstances(t, b)
-			ctx := context.Background()
-			for round := range 6 {
-				mode := fmt.Sprintf("solo%d", round)
-				regions := []string{"eu"}
-				if round%2 == 1 {
-					regions = []string{"eu", "us"}
-				}
-				// one seat left in the only room: the first quick-join fills it
-				owner := user(1000 + round)
-				mustCreate(t, s1, owner, *quickRoom(mode, "eu", 2))
-				u := user(2000 + round)
-				const n = 8
-				got := make([]string, n)
-				var wg sync.WaitGroup
-				for i := range n {
-					wg.Go(func() {
-						s := []*store.Store{s1, s2}[i%2]
-						q, err := s.QuickJoin(ctx, u, mode, regions, nil, quickRoom(mode, "eu", 2))
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						got[i] = q.Room.ID
-					})
-				}
-				wg.Wait()
-				for _, id := range got {
-					if id != got[0] {
-						t.Fatalf("round %d: one user's quick-joins ended in rooms %v", round, got)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s1, s2 := twoInstances(t, b)
+		ctx := context.Background()
+		for round := range 6 {
+			mode := fmt.Sprintf("solo%d", round)
+			regions := []string{"eu"}
+			if round%2 == 1 {
+				regions = []string{"eu", "us"}
+			}
+			// one seat left in the only room: the first quick-join fills it
+			owner := user(1000 + round)
+			mustCreate(t, s1, owner, *quickRoom(mode, "eu", 2))
+			u := user(2000 + round)
+			const n = 8
+			got := make([]string, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					s := []*store.Store{s1, s2}[i%2]
+					q, err := s.QuickJoin(ctx, u, mode, regions, nil, quickRoom(mode, "eu", 2))
+					if err != nil {
+						t.Error(err)
+						return
 					}
-				}
-				mine, _, err := s1.MyRooms(ctx, u, nil, rooms.MaxMyRooms)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(mine) != 1 {
-					t.Fatalf("round %d: the user is in %d rooms", round, len(mine))
+					got[i] = q.Room.ID
+				})
+			}
+			wg.Wait()
+			for _, id := range got {
+				if id != got[0] {
+					t.Fatalf("round %d: one user's quick-joins ended in rooms %v", round, got)
 				}
 			}
-		})
-	}
+			mine, _, err := s1.MyRooms(ctx, u, nil, rooms.MaxMyRooms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(mine) != 1 {
+				t.Fatalf("round %d: the user is in %d rooms", round, len(mine))
+			}
+		}
+	})
 }
 
 // NO_MATCH says which stage emptied the candidates: no joinable room, only
@@ -479,19 +467,17 @@ func wantNoMatch(t *testing.T, err error, detail string) {
 // A join-only quick-join (no create) over K stripes finds the room on
 // whichever stripe holds it, not only on the stripe it drew.
 func TestQuickJoinWithoutCreateSearchesEveryStripe(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := stripedStore(t, b, 3)
-			ctx := context.Background()
-			id := mustCreate(t, s, alice, *quickRoom("lonely", "eu", 64)).Room.ID
-			for i := range 12 { // every draw of the stripe
-				q, err := s.QuickJoin(ctx, user(3000+i), "lonely", []string{"eu"}, nil, nil)
-				if err != nil || q.Room.ID != id {
-					t.Fatalf("quick-join %d: %+v, %v; want room %s", i, q.Room.ID, err, id)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := stripedStore(t, b, 3)
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, *quickRoom("lonely", "eu", 64)).Room.ID
+		for i := range 12 { // every draw of the stripe
+			q, err := s.QuickJoin(ctx, user(3000+i), "lonely", []string{"eu"}, nil, nil)
+			if err != nil || q.Room.ID != id {
+				t.Fatalf("quick-join %d: %+v, %v; want room %s", i, q.Room.ID, err, id)
 			}
-		})
-	}
+		}
+	})
 }
 
 // The fill order holds up to the seat limit: of two rooms of
@@ -609,34 +595,32 @@ func TestQuickJoinPassesOverARoomThatKickedTheCaller(t *testing.T) {
 // several regions) is answered as if none were left: NO_MATCH saying why,
 // or the room created; never the 503 of lost races.
 func TestQuickJoinPastManyRoomsThatKickedTheCaller(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s, _ := twoInstances(t, b)
-			ctx := context.Background()
-			victim := user(999)
-			for i := range 70 {
-				owner := user(i + 1)
-				id := mustCreate(t, s, owner, *quickRoom("ffa", "eu", 8)).Room.ID
-				j, err := s.Join(ctx, victim, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Kick(ctx, owner, id, j.PlayerID); err != nil {
-					t.Fatal(err)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s, _ := twoInstances(t, b)
+		ctx := context.Background()
+		victim := user(999)
+		for i := range 70 {
+			owner := user(i + 1)
+			id := mustCreate(t, s, owner, *quickRoom("ffa", "eu", 8)).Room.ID
+			j, err := s.Join(ctx, victim, id)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, regions := range [][]string{{"eu"}, {"eu", "us"}} {
-				_, err := s.QuickJoin(ctx, victim, "ffa", regions, nil, nil)
-				wantNoMatch(t, err, "no joinable room that did not ban or kick you")
-				q, err := s.QuickJoin(ctx, victim, "ffa", regions, nil, quickRoom("ffa", "eu", 8))
-				if err != nil || !q.Created {
-					t.Fatalf("%v: %+v %v, want a room created", regions, q, err)
-				}
-				if err := s.Leave(ctx, victim, q.Room.ID); err != nil {
-					t.Fatal(err)
-				}
+			if err := s.Kick(ctx, owner, id, j.PlayerID); err != nil {
+				t.Fatal(err)
 			}
-			checkInvariants(t, s)
-		})
-	}
+		}
+		for _, regions := range [][]string{{"eu"}, {"eu", "us"}} {
+			_, err := s.QuickJoin(ctx, victim, "ffa", regions, nil, nil)
+			wantNoMatch(t, err, "no joinable room that did not ban or kick you")
+			q, err := s.QuickJoin(ctx, victim, "ffa", regions, nil, quickRoom("ffa", "eu", 8))
+			if err != nil || !q.Created {
+				t.Fatalf("%v: %+v %v, want a room created", regions, q, err)
+			}
+			if err := s.Leave(ctx, victim, q.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkInvariants(t, s)
+	})
 }

@@ -639,40 +639,38 @@ func (c testCall) KeysArgs() (keys []string, args []any) { return []string{c.key
 // batch's error, the first of any command, was every caller's: a script
 // that ran was sent again (a reviewer's find: twice while a slot moved).
 func TestRefusalInABatchIsItsCallsOnly(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s, _ := openBatched(t, b, store.Batching{Window: 50 * time.Millisecond, MaxSize: 8})
-			ctx := context.Background()
-			runner := redisx.NewRunner(s.Client(), nil)
-			key := tagKey(s.Prefix(), 0, 1) // one node: one batch
-			for _, sc := range []*redisx.Script{refusing, counting} {
-				if err := sc.Load(ctx, s.Client()).Err(); err != nil {
-					t.Fatal(err)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s, _ := openBatched(t, b, store.Batching{Window: 50 * time.Millisecond, MaxSize: 8})
+		ctx := context.Background()
+		runner := redisx.NewRunner(s.Client(), nil)
+		key := tagKey(s.Prefix(), 0, 1) // one node: one batch
+		for _, sc := range []*redisx.Script{refusing, counting} {
+			if err := sc.Load(ctx, s.Client()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				sc := map[bool]*redisx.Script{true: refusing, false: counting}[i%4 == 0]
+				errs[i] = runner.Run(ctx, testCall{sc, key, strconv.Itoa(i)}).Err()
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if i%4 == 0 {
+				if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+					t.Errorf("refused call %d: %v, want its TRYAGAIN", i, err)
 				}
+			} else if err != nil {
+				t.Errorf("call %d ran: %v, want no error", i, err)
 			}
-			errs := make([]error, 8)
-			var wg sync.WaitGroup
-			for i := range 8 {
-				wg.Go(func() {
-					sc := map[bool]*redisx.Script{true: refusing, false: counting}[i%4 == 0]
-					errs[i] = runner.Run(ctx, testCall{sc, key, strconv.Itoa(i)}).Err()
-				})
-			}
-			wg.Wait()
-			for i, err := range errs {
-				if i%4 == 0 {
-					if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
-						t.Errorf("refused call %d: %v, want its TRYAGAIN", i, err)
-					}
-				} else if err != nil {
-					t.Errorf("call %d ran: %v, want no error", i, err)
-				}
-			}
-			if n, err := s.Client().Get(ctx, key).Int(); err != nil || n != 6 {
-				t.Fatalf("the 6 counting calls ran %d times (%v), want 6: a call that ran was sent again", n, err)
-			}
-		})
-	}
+		}
+		if n, err := s.Client().Get(ctx, key).Int(); err != nil || n != 6 {
+			t.Fatalf("the 6 counting calls ran %d times (%v), want 6: a call that ran was sent again", n, err)
+		}
+	})
 }
 
 // refusingOnce refuses its first run on KEYS[1] (as Redis refuses a call
@@ -686,23 +684,21 @@ redis.call('INCR', KEYS[1]) return ARGV[1]`)
 // sends its pipeline once more when a call did not run (a TRYAGAIN): the
 // round is not lost to a moving slot.
 func TestRunAllSendsAgainWhatDidNotRun(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := openStore(t, b)
-			ctx := context.Background()
-			runner := redisx.NewRunner(s.Client(), nil)
-			k1, k2 := tagKey(s.Prefix(), 0, 2), tagKey(s.Prefix(), 1, 2)
-			cmds, _ := runner.RunAll(ctx, []redisx.Call{testCall{refusingOnce, k1, "a"}, testCall{counting, k2, "b"}})
-			for i, c := range cmds {
-				if c.Err() != nil {
-					t.Fatalf("call %d: %v, want it run (sent again after its TRYAGAIN)", i, c.Err())
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := openStore(t, b)
+		ctx := context.Background()
+		runner := redisx.NewRunner(s.Client(), nil)
+		k1, k2 := tagKey(s.Prefix(), 0, 2), tagKey(s.Prefix(), 1, 2)
+		cmds, _ := runner.RunAll(ctx, []redisx.Call{testCall{refusingOnce, k1, "a"}, testCall{counting, k2, "b"}})
+		for i, c := range cmds {
+			if c.Err() != nil {
+				t.Fatalf("call %d: %v, want it run (sent again after its TRYAGAIN)", i, c.Err())
 			}
-			if n, _ := s.Client().Get(ctx, k1).Int(); n != 1 {
-				t.Fatalf("the refused call ran %d times, want 1", n)
-			}
-		})
-	}
+		}
+		if n, _ := s.Client().Get(ctx, k1).Int(); n != 1 {
+			t.Fatalf("the refused call ran %d times, want 1", n)
+		}
+	})
 }
 
 // proxiedBackend is a store backend reached through proxies that can lose

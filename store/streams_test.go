@@ -143,76 +143,72 @@ func equal(a, b []string) bool {
 // and the sweeps that follow it: the TTL is a second (with 300 ms, a
 // loaded machine's 300 ms between them lapsed it too).
 func TestJanitorRemovesPlayersOfDeadInstances(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-				Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: time.Second, DisconnectGrace: 300 * time.Millisecond})
-			j, _ := s.Create(ctx, alice, newRoom())
-			id := j.Room.ID
-			s.Join(ctx, bob, id)
-			kept := lease(id, alice, "kept")
-			kept.PlayerID = open(t, s, kept, sse.Cursor{}).PlayerID
-			open(t, s, lease(id, bob, "dead"), sse.Cursor{})
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+			Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: time.Second, DisconnectGrace: 300 * time.Millisecond})
+		j, _ := s.Create(ctx, alice, newRoom())
+		id := j.Room.ID
+		s.Join(ctx, bob, id)
+		kept := lease(id, alice, "kept")
+		kept.PlayerID = open(t, s, kept, sse.Cursor{}).PlayerID
+		open(t, s, lease(id, bob, "dead"), sse.Cursor{})
 
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) {
-				if lost, err := s.RenewStreams(ctx, []sse.Lease{kept}); err != nil || len(lost) > 0 {
-					t.Fatalf("renew: lost %v, err %v", lost, err)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if lost, err := s.RenewStreams(ctx, []sse.Lease{kept}); err != nil || len(lost) > 0 {
+				t.Fatalf("renew: lost %v, err %v", lost, err)
+			}
+			for shard := range 4 {
+				if _, err := s.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+					t.Fatal(err)
 				}
-				for shard := range 4 {
-					if _, err := s.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if r, _, _ := s.Get(ctx, id, false); r.PlayerCount == 1 {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
 			}
-			evs := events(t, s, id)
-			want := []string{"player_joined", "player_joined", "player_connected", "player_connected",
-				"player_disconnected", "player_left"}
-			if got := types(evs); !equal(got, want) {
-				t.Fatalf("events %v, want %v", got, want)
+			if r, _, _ := s.Get(ctx, id, false); r.PlayerCount == 1 {
+				break
 			}
-			if last := evs[len(evs)-1]; last.PlayerID != 2 || last.Reason != "disconnected" {
-				t.Errorf("last event %+v", last)
-			}
-			r, _, _ := s.Get(ctx, id, false)
-			if len(r.Players) != 1 || !r.Players[0].Connected {
-				t.Errorf("players %+v", r.Players)
-			}
-		})
-	}
+			time.Sleep(50 * time.Millisecond)
+		}
+		evs := events(t, s, id)
+		want := []string{"player_joined", "player_joined", "player_connected", "player_connected",
+			"player_disconnected", "player_left"}
+		if got := types(evs); !equal(got, want) {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+		if last := evs[len(evs)-1]; last.PlayerID != 2 || last.Reason != "disconnected" {
+			t.Errorf("last event %+v", last)
+		}
+		r, _, _ := s.Get(ctx, id, false)
+		if len(r.Players) != 1 || !r.Players[0].Connected {
+			t.Errorf("players %+v", r.Players)
+		}
+	})
 }
 
 // A dead instance's streams over many rooms are all announced
 // disconnected in one janitor visit of their shard, batch after batch,
 // not sweepBatch (100) rooms a visit.
 func TestDeadInstanceRoomsDisconnectedInOneVisit(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			ttl := 500 * time.Millisecond
-			s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-				Prefix: redistest.Prefix(t), Shards: 1, PresenceTTL: ttl, DisconnectGrace: time.Minute})
-			const n = 250
-			for i := range n {
-				u := rooms.User{ID: fmt.Sprintf("u%d", i), Name: "p"}
-				j := mustCreate(t, s, u, newRoom())
-				open(t, s, lease(j.Room.ID, u, "dead"), sse.Cursor{})
-			}
-			time.Sleep(ttl + 200*time.Millisecond) // no renewal: every lease lapses
-			rep, err := s.Sweep(ctx, 0, "janitor", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := rep["presence_disconnect"]; got != n || rep["presence_debounced"] != 0 {
-				t.Errorf("one visit announced %d players disconnected, want %d (report %v)", got, n, rep)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		ttl := 500 * time.Millisecond
+		s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+			Prefix: redistest.Prefix(t), Shards: 1, PresenceTTL: ttl, DisconnectGrace: time.Minute})
+		const n = 250
+		for i := range n {
+			u := rooms.User{ID: fmt.Sprintf("u%d", i), Name: "p"}
+			j := mustCreate(t, s, u, newRoom())
+			open(t, s, lease(j.Room.ID, u, "dead"), sse.Cursor{})
+		}
+		time.Sleep(ttl + 200*time.Millisecond) // no renewal: every lease lapses
+		rep, err := s.Sweep(ctx, 0, "janitor", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep["presence_disconnect"]; got != n || rep["presence_debounced"] != 0 {
+			t.Errorf("one visit announced %d players disconnected, want %d (report %v)", got, n, rep)
+		}
+	})
 }
 
 func TestRenewReportsLapsedLeases(t *testing.T) {
@@ -249,22 +245,20 @@ func TestRenewReportsLapsedLeases(t *testing.T) {
 // connection past the deadline, and the hub ended the stream as lapsed
 // although Redis answered (docs/BENCHMARKS.md: the h2c reconnects).
 func TestRenewStreamsHasConnectionsOfItsOwn(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s := openStoreWith(t, b, func(c *store.Config) { c.Quotas.StreamsPerUser = 4 })
-			ctx := context.Background()
-			j, err := s.Create(ctx, alice, newRoom())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := lease(j.Room.ID, alice, "x")
-			l.PlayerID = open(t, s, l, sse.Cursor{}).PlayerID
-			holdRequestPool(t, s)
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			if lost, err := s.RenewStreams(rctx, []sse.Lease{l}); err != nil || len(lost) > 0 {
-				t.Fatalf("renewal with the request pool taken: lost %v, err %v; want the lease renewed", lost, err)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s := openStoreWith(t, b, func(c *store.Config) { c.Quotas.StreamsPerUser = 4 })
+		ctx := context.Background()
+		j, err := s.Create(ctx, alice, newRoom())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := lease(j.Room.ID, alice, "x")
+		l.PlayerID = open(t, s, l, sse.Cursor{}).PlayerID
+		holdRequestPool(t, s)
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if lost, err := s.RenewStreams(rctx, []sse.Lease{l}); err != nil || len(lost) > 0 {
+			t.Fatalf("renewal with the request pool taken: lost %v, err %v; want the lease renewed", lost, err)
+		}
+	})
 }

@@ -254,69 +254,67 @@ func eachStripedBackend(t *testing.T, k int, f func(t *testing.T, s *store.Store
 // every room on a stripe; counts and indexes consistent.
 func TestStripesQuickJoinPacking(t *testing.T) {
 	const k, n, m = 3, 40, 4
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			s1, s2 := twoInstances(t, b, store.Config{Stripes: store.Stripes{Default: k}})
-			ctx := context.Background()
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			roomOf := map[string]string{}
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s := []*store.Store{s1, s2}[i%2]
-					q, err := s.QuickJoin(ctx, user(i), "hot", []string{"eu"}, nil, quickRoom("hot", "eu", m))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					roomOf[user(i).ID] = q.Room.ID
-					mu.Unlock()
-				}()
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		s1, s2 := twoInstances(t, b, store.Config{Stripes: store.Stripes{Default: k}})
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		roomOf := map[string]string{}
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := []*store.Store{s1, s2}[i%2]
+				q, err := s.QuickJoin(ctx, user(i), "hot", []string{"eu"}, nil, quickRoom("hot", "eu", m))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				roomOf[user(i).ID] = q.Room.ID
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		res, err := s1.Listing().List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Mode: "hot", Region: "eu", Sort: lobby.Oldest, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members := map[string]string{}
+		partial, total := 0, 0
+		for _, r := range res.Rooms {
+			if !slices.Contains(s1.StripesOf("hot", "eu"), s1.ShardOfRoom(r.ID)) {
+				t.Errorf("room %s not on a stripe", r.ID)
 			}
-			wg.Wait()
-			if t.Failed() {
-				return
-			}
-			res, err := s1.Listing().List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Mode: "hot", Region: "eu", Sort: lobby.Oldest, Limit: 100})
+			full, _, err := s1.Get(ctx, r.ID, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			members := map[string]string{}
-			partial, total := 0, 0
-			for _, r := range res.Rooms {
-				if !slices.Contains(s1.StripesOf("hot", "eu"), s1.ShardOfRoom(r.ID)) {
-					t.Errorf("room %s not on a stripe", r.ID)
+			for _, p := range full.Players {
+				if other, dup := members[p.UserID]; dup {
+					t.Errorf("user %s in rooms %s and %s", p.UserID, other, r.ID)
 				}
-				full, _, err := s1.Get(ctx, r.ID, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range full.Players {
-					if other, dup := members[p.UserID]; dup {
-						t.Errorf("user %s in rooms %s and %s", p.UserID, other, r.ID)
-					}
-					members[p.UserID] = r.ID
-					if roomOf[p.UserID] != r.ID {
-						t.Errorf("user %s told room %s, is in %s", p.UserID, roomOf[p.UserID], r.ID)
-					}
-				}
-				total += r.PlayerCount
-				if r.PlayerCount < m {
-					partial++
+				members[p.UserID] = r.ID
+				if roomOf[p.UserID] != r.ID {
+					t.Errorf("user %s told room %s, is in %s", p.UserID, roomOf[p.UserID], r.ID)
 				}
 			}
-			maxRooms := (n+m-1)/m + k - 1
-			if total != n || len(members) != n || partial > k || len(res.Rooms) > maxRooms {
-				t.Fatalf("%d rooms (%d partly filled), %d players (%d distinct); want ≤ %d rooms, ≤ %d partly filled, %d players",
-					len(res.Rooms), partial, total, len(members), maxRooms, k, n)
+			total += r.PlayerCount
+			if r.PlayerCount < m {
+				partial++
 			}
-			t.Logf("%d quick-joins, rooms of %d, K=%d: %d rooms, %d partly filled", n, m, k, len(res.Rooms), partial)
-			checkInvariants(t, s1)
-		})
-	}
+		}
+		maxRooms := (n+m-1)/m + k - 1
+		if total != n || len(members) != n || partial > k || len(res.Rooms) > maxRooms {
+			t.Fatalf("%d rooms (%d partly filled), %d players (%d distinct); want ≤ %d rooms, ≤ %d partly filled, %d players",
+				len(res.Rooms), partial, total, len(members), maxRooms, k, n)
+		}
+		t.Logf("%d quick-joins, rooms of %d, K=%d: %d rooms, %d partly filled", n, m, k, len(res.Rooms), partial)
+		checkInvariants(t, s1)
+	})
 }
 
 // The stripe count changes 1 → 3 → 2 over a deployment's life, rooms in

@@ -20,28 +20,26 @@ import (
 // TestWebhooksOffWritesNoOutbox: without WebhookOutboxLen no script writes
 // an outbox.
 func TestWebhooksOffWritesNoOutbox(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix })
-			ctx := context.Background()
-			j, err := s.Create(ctx, alice, newRoom())
-			if err != nil {
-				t.Fatal(err)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		prefix := redistest.Prefix(t)
+		s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix })
+		ctx := context.Background()
+		j, err := s.Create(ctx, alice, newRoom())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Join(ctx, bob, j.Room.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Delete(ctx, alice, j.Room.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range countKeys(t, s) {
+			if strings.Contains(k, ":webhooks") {
+				t.Fatalf("key %s with webhooks off", k)
 			}
-			if _, err := s.Join(ctx, bob, j.Room.ID); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Delete(ctx, alice, j.Room.ID); err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range countKeys(t, s) {
-				if strings.Contains(k, ":webhooks") {
-					t.Fatalf("key %s with webhooks off", k)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // With webhooks on, every kind of script that emits puts its events in the
@@ -49,45 +47,43 @@ func TestWebhooksOffWritesNoOutbox(t *testing.T) {
 // quotas on (one key more) included: no script mistakes the outbox for
 // another key.
 func TestWebhooksOutboxTakesEveryScriptsEvents(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			s := openStoreWith(t, b, func(c *store.Config) {
-				c.Prefix, c.WebhookOutboxLen = prefix, 1000
-				c.Quotas = store.Quotas{RoomsOwned: 5, RoomsJoined: 20}
-			})
-			ctx := context.Background()
-			q, err := s.QuickJoin(ctx, alice, "hooked", []string{"eu"}, nil, quickRoom("hooked", "eu", 4))
-			if err != nil || !q.Created {
-				t.Fatalf("quick-join create: %+v, %v", q, err)
-			}
-			if _, err := s.QuickJoin(ctx, bob, "hooked", []string{"eu"}, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.ReserveSeats(ctx, alice, q.Room.ID, []string{"u-held"}, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Leave(ctx, bob, q.Room.ID); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Delete(ctx, alice, q.Room.ID); err != nil {
-				t.Fatal(err)
-			}
-			var types []string
-			c := s.Client()
-			for shard := range 8 {
-				entries, _ := c.XRange(ctx, s.Base().Tag(shard)+":webhooks", "-", "+").Result()
-				for _, e := range entries {
-					types = append(types, e.Values["t"].(string))
-				}
-			}
-			for _, want := range []string{"player_joined", "seats_reserved", "player_left", "room_closed"} {
-				if !slices.Contains(types, want) {
-					t.Fatalf("outbox types %v, want %s among them", types, want)
-				}
-			}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		prefix := redistest.Prefix(t)
+		s := openStoreWith(t, b, func(c *store.Config) {
+			c.Prefix, c.WebhookOutboxLen = prefix, 1000
+			c.Quotas = store.Quotas{RoomsOwned: 5, RoomsJoined: 20}
 		})
-	}
+		ctx := context.Background()
+		q, err := s.QuickJoin(ctx, alice, "hooked", []string{"eu"}, nil, quickRoom("hooked", "eu", 4))
+		if err != nil || !q.Created {
+			t.Fatalf("quick-join create: %+v, %v", q, err)
+		}
+		if _, err := s.QuickJoin(ctx, bob, "hooked", []string{"eu"}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ReserveSeats(ctx, alice, q.Room.ID, []string{"u-held"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Leave(ctx, bob, q.Room.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Delete(ctx, alice, q.Room.ID); err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		c := s.Client()
+		for shard := range 8 {
+			entries, _ := c.XRange(ctx, s.Base().Tag(shard)+":webhooks", "-", "+").Result()
+			for _, e := range entries {
+				types = append(types, e.Values["t"].(string))
+			}
+		}
+		for _, want := range []string{"player_joined", "seats_reserved", "player_left", "room_closed"} {
+			if !slices.Contains(types, want) {
+				t.Fatalf("outbox types %v, want %s among them", types, want)
+			}
+		}
+	})
 }
 
 // With webhooks off the session scripts write no outbox.

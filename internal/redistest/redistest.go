@@ -575,3 +575,11 @@ func Backends(tb testing.TB) []Backend {
 		{Name: "embedded"},
 	}
 }
+
+// Each runs f as a subtest of t on each of Backends, named by it.
+func Each(t *testing.T, f func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { f(t, b) })
+	}
+}

@@ -78,76 +78,72 @@ func janitorConfig(t *testing.T, b redistest.Backend, shards int) (janitor.Confi
 // other instance's visit runs them. The tasks run in order, and a task's
 // error ends the visit with what was counted up to it.
 func TestVisitTakesTheLease(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := t.Context()
-			var r recorded
-			boom := errors.New("boom")
-			j, client, lease := newJanitor(t, b, r.task("a", "x", nil), r.task("b", "y", boom), r.task("c", "z", nil))
-			// long enough that no pause of a loaded machine lets it lapse
-			// between the visits; its end is brought forward below
-			const ttl = time.Minute
-			rep, err := j.Visit(ctx, 2, "i1", ttl)
-			if !errors.Is(err, boom) {
-				t.Fatalf("visit: %v, want the task's error", err)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := t.Context()
+		var r recorded
+		boom := errors.New("boom")
+		j, client, lease := newJanitor(t, b, r.task("a", "x", nil), r.task("b", "y", boom), r.task("c", "z", nil))
+		// long enough that no pause of a loaded machine lets it lapse
+		// between the visits; its end is brought forward below
+		const ttl = time.Minute
+		rep, err := j.Visit(ctx, 2, "i1", ttl)
+		if !errors.Is(err, boom) {
+			t.Fatalf("visit: %v, want the task's error", err)
+		}
+		if want := (janitor.Report{"x": 1, "y": 1}); !maps.Equal(rep, want) || !slices.Equal(r.calls, []string{"a 2", "b 2"}) {
+			t.Fatalf("report %v, calls %q; want %v, [a 2 b 2]", rep, r.calls, want)
+		}
+		if got := client.Get(ctx, lease(2)).Val(); got != "i1" {
+			t.Fatalf("lease held by %q, want i1", got)
+		}
+		if pttl := client.PTTL(ctx, lease(2)).Val(); pttl <= 0 || pttl > ttl {
+			t.Fatalf("lease's PTTL %v, want within (0, %v]: held for the visit's lease", pttl, ttl)
+		}
+		rep, err = j.Visit(ctx, 2, "i2", ttl)
+		if err != nil || len(rep) != 0 || len(r.calls) != 2 {
+			t.Fatalf("a visit while another instance holds the lease: %v, %v, calls %q; want nothing done", rep, err, r.calls)
+		}
+		if _, err := j.Visit(ctx, 3, "i2", ttl); !errors.Is(err, boom) || len(r.calls) != 4 {
+			t.Fatalf("another shard's lease is free: %v, calls %q", err, r.calls)
+		}
+		if err := client.PExpire(ctx, lease(2), time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); client.Exists(ctx, lease(2)).Val() == 1; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the lease did not expire")
 			}
-			if want := (janitor.Report{"x": 1, "y": 1}); !maps.Equal(rep, want) || !slices.Equal(r.calls, []string{"a 2", "b 2"}) {
-				t.Fatalf("report %v, calls %q; want %v, [a 2 b 2]", rep, r.calls, want)
-			}
-			if got := client.Get(ctx, lease(2)).Val(); got != "i1" {
-				t.Fatalf("lease held by %q, want i1", got)
-			}
-			if pttl := client.PTTL(ctx, lease(2)).Val(); pttl <= 0 || pttl > ttl {
-				t.Fatalf("lease's PTTL %v, want within (0, %v]: held for the visit's lease", pttl, ttl)
-			}
-			rep, err = j.Visit(ctx, 2, "i2", ttl)
-			if err != nil || len(rep) != 0 || len(r.calls) != 2 {
-				t.Fatalf("a visit while another instance holds the lease: %v, %v, calls %q; want nothing done", rep, err, r.calls)
-			}
-			if _, err := j.Visit(ctx, 3, "i2", ttl); !errors.Is(err, boom) || len(r.calls) != 4 {
-				t.Fatalf("another shard's lease is free: %v, calls %q", err, r.calls)
-			}
-			if err := client.PExpire(ctx, lease(2), time.Millisecond).Err(); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(10 * time.Second); client.Exists(ctx, lease(2)).Val() == 1; time.Sleep(50 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the lease did not expire")
-				}
-			}
-			if _, err := j.Visit(ctx, 2, "i2", ttl); !errors.Is(err, boom) || len(r.calls) != 6 {
-				t.Fatalf("the lease expired: %v, calls %q; want the tasks run", err, r.calls)
-			}
-		})
-	}
+		}
+		if _, err := j.Visit(ctx, 2, "i2", ttl); !errors.Is(err, boom) || len(r.calls) != 6 {
+			t.Fatalf("the lease expired: %v, calls %q; want the tasks run", err, r.calls)
+		}
+	})
 }
 
 // Release deletes the leases held by the instances named, and only those.
 func TestReleaseOnlyTheNamedHolders(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := t.Context()
-			j, client, lease := newJanitor(t, b)
-			holders := []string{"dead1", "live", "dead2", ""} // shard 3: nobody
-			for shard, h := range holders {
-				if h == "" {
-					continue
-				}
-				if _, err := j.Visit(ctx, shard, h, time.Minute); err != nil {
-					t.Fatal(err)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := t.Context()
+		j, client, lease := newJanitor(t, b)
+		holders := []string{"dead1", "live", "dead2", ""} // shard 3: nobody
+		for shard, h := range holders {
+			if h == "" {
+				continue
 			}
-			if err := j.Release(ctx, []string{"dead1", "dead2", "gone"}); err != nil {
+			if _, err := j.Visit(ctx, shard, h, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			for shard, want := range []string{"", "live", "", ""} {
-				if got := client.Get(ctx, lease(shard)).Val(); got != want {
-					t.Errorf("shard %d: lease held by %q, want %q", shard, got, want)
-				}
+		}
+		if err := j.Release(ctx, []string{"dead1", "dead2", "gone"}); err != nil {
+			t.Fatal(err)
+		}
+		for shard, want := range []string{"", "live", "", ""} {
+			if got := client.Get(ctx, lease(shard)).Val(); got != want {
+				t.Errorf("shard %d: lease held by %q, want %q", shard, got, want)
 			}
-			client.Del(ctx, lease(1))
-		})
-	}
+		}
+		client.Del(ctx, lease(1))
+	})
 }
 
 // A task with a due key runs only when the key held work as the lease
@@ -155,59 +151,57 @@ func TestReleaseOnlyTheNamedHolders(t *testing.T) {
 // entry of its list), or when an earlier task of the visit did something;
 // the others run on every visit, all in their order.
 func TestVisitRunsATaskWithWork(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := t.Context()
-			var r recorded
-			var lease func(int) string // the due keys are the lease's with a suffix: in its slot
-			zkey := func(shard int) string { return lease(shard) + "z" }
-			due, list := r.task("z", "", nil), r.task("l", "", nil)
-			due.Due = zkey
-			list.Due, list.List = func(shard int) string { return lease(shard) + "l" }, true
-			var did bool // the first task reports something
-			first := janitor.Task{Run: func(ctx context.Context, shard int, lease time.Duration, rep janitor.Report) error {
-				if did {
-					rep.Add("did", 1)
-				}
-				return r.task("a", "", nil).Run(ctx, shard, lease, rep)
-			}}
-			j, client, lease := newJanitor(t, b, first, due, list, r.task("b", "", nil))
-			t.Cleanup(func() { client.Del(context.WithoutCancel(ctx), lease(1), zkey(1), list.Due(1)) })
-			now := time.Now().UnixMilli()
-			for i, c := range []struct {
-				setup func()
-				want  []string
-			}{
-				{func() {}, []string{"a 1", "b 1"}},
-				{func() {
-					client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "later"})
-				}, []string{"a 1", "b 1"}},
-				{func() { client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now - 1), Member: "due"}) }, []string{"a 1", "z 1", "b 1"}},
-				{func() { client.ZRem(ctx, zkey(1), "due"); client.RPush(ctx, list.Due(1), "x") }, []string{"a 1", "l 1", "b 1"}},
-				{func() { client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now - 1), Member: "due"}) }, []string{"a 1", "z 1", "l 1", "b 1"}},
-				{func() { client.Del(ctx, zkey(1), list.Due(1)) }, []string{"a 1", "b 1"}},
-				{func() { did = true }, []string{"a 1", "z 1", "l 1", "b 1"}},
-			} {
-				c.setup()
-				before := len(r.seen())
-				if _, err := j.Visit(ctx, 1, "i1", time.Minute); err != nil {
-					t.Fatal(err)
-				}
-				if got := r.seen()[before:]; !slices.Equal(got, c.want) {
-					t.Errorf("case %d: calls %q, want %q", i, got, c.want)
-				}
-				if err := client.Del(ctx, lease(1)).Err(); err != nil {
-					t.Fatal(err)
-				}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := t.Context()
+		var r recorded
+		var lease func(int) string // the due keys are the lease's with a suffix: in its slot
+		zkey := func(shard int) string { return lease(shard) + "z" }
+		due, list := r.task("z", "", nil), r.task("l", "", nil)
+		due.Due = zkey
+		list.Due, list.List = func(shard int) string { return lease(shard) + "l" }, true
+		var did bool // the first task reports something
+		first := janitor.Task{Run: func(ctx context.Context, shard int, lease time.Duration, rep janitor.Report) error {
+			if did {
+				rep.Add("did", 1)
 			}
-			// a lease held by another: no task, whatever work there is
-			client.Set(ctx, lease(1), "other", time.Minute)
+			return r.task("a", "", nil).Run(ctx, shard, lease, rep)
+		}}
+		j, client, lease := newJanitor(t, b, first, due, list, r.task("b", "", nil))
+		t.Cleanup(func() { client.Del(context.WithoutCancel(ctx), lease(1), zkey(1), list.Due(1)) })
+		now := time.Now().UnixMilli()
+		for i, c := range []struct {
+			setup func()
+			want  []string
+		}{
+			{func() {}, []string{"a 1", "b 1"}},
+			{func() {
+				client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now + time.Hour.Milliseconds()), Member: "later"})
+			}, []string{"a 1", "b 1"}},
+			{func() { client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now - 1), Member: "due"}) }, []string{"a 1", "z 1", "b 1"}},
+			{func() { client.ZRem(ctx, zkey(1), "due"); client.RPush(ctx, list.Due(1), "x") }, []string{"a 1", "l 1", "b 1"}},
+			{func() { client.ZAdd(ctx, zkey(1), redis.Z{Score: float64(now - 1), Member: "due"}) }, []string{"a 1", "z 1", "l 1", "b 1"}},
+			{func() { client.Del(ctx, zkey(1), list.Due(1)) }, []string{"a 1", "b 1"}},
+			{func() { did = true }, []string{"a 1", "z 1", "l 1", "b 1"}},
+		} {
+			c.setup()
 			before := len(r.seen())
-			if _, err := j.Visit(ctx, 1, "i1", time.Minute); err != nil || len(r.seen()) != before {
-				t.Fatalf("visit under another's lease: %v, calls %q", err, r.seen()[before:])
+			if _, err := j.Visit(ctx, 1, "i1", time.Minute); err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
+			if got := r.seen()[before:]; !slices.Equal(got, c.want) {
+				t.Errorf("case %d: calls %q, want %q", i, got, c.want)
+			}
+			if err := client.Del(ctx, lease(1)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// a lease held by another: no task, whatever work there is
+		client.Set(ctx, lease(1), "other", time.Minute)
+		before := len(r.seen())
+		if _, err := j.Visit(ctx, 1, "i1", time.Minute); err != nil || len(r.seen()) != before {
+			t.Fatalf("visit under another's lease: %v, calls %q", err, r.seen()[before:])
+		}
+	})
 }
 
 // Run visits the shards at once: a shard whose visit waits holds up no
@@ -383,43 +377,41 @@ func runJanitorEvery(t *testing.T, j *janitor.Janitor, instance string, interval
 // renews the lease its instance holds, takes a free one, and leaves
 // another instance's; a visit's first take never renews (SET NX).
 func TestLeaseConfirmedOnlyByItsHolder(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := t.Context()
-			j, client, lease := newJanitor(t, b)
-			const ttl = time.Minute
-			for _, step := range []struct {
-				what, instance string
-				renew, held    bool
-				holder         string
-			}{
-				{"taken when free", "i1", false, true, "i1"},
-				{"a first take by its holder", "i1", false, false, "i1"},
-				{"renewed by its holder", "i1", true, true, "i1"},
-				{"another's, confirmed", "i2", true, false, "i1"},
-				{"another's, taken", "i2", false, false, "i1"},
-			} {
-				// the lease shortened, so that a renewal shows
-				if err := client.PExpire(ctx, lease(1), 30*time.Second).Err(); err != nil {
-					t.Fatal(err)
-				}
-				held, err := j.TakeLease(ctx, 1, step.instance, ttl, step.renew)
-				if err != nil || held != step.held {
-					t.Fatalf("%s: held %v, %v; want %v", step.what, held, err, step.held)
-				}
-				pttl := client.PTTL(ctx, lease(1)).Val()
-				if got := client.Get(ctx, lease(1)).Val(); got != step.holder || (pttl > 30*time.Second) != step.held {
-					t.Fatalf("%s: lease held by %q for %v; want %q, renewed %v", step.what, got, pttl, step.holder, step.held)
-				}
-			}
-			if err := client.Del(ctx, lease(1)).Err(); err != nil {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := t.Context()
+		j, client, lease := newJanitor(t, b)
+		const ttl = time.Minute
+		for _, step := range []struct {
+			what, instance string
+			renew, held    bool
+			holder         string
+		}{
+			{"taken when free", "i1", false, true, "i1"},
+			{"a first take by its holder", "i1", false, false, "i1"},
+			{"renewed by its holder", "i1", true, true, "i1"},
+			{"another's, confirmed", "i2", true, false, "i1"},
+			{"another's, taken", "i2", false, false, "i1"},
+		} {
+			// the lease shortened, so that a renewal shows
+			if err := client.PExpire(ctx, lease(1), 30*time.Second).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if held, err := j.TakeLease(ctx, 1, "i2", ttl, true); err != nil || !held || client.Get(ctx, lease(1)).Val() != "i2" {
-				t.Fatalf("a free lease confirmed: held %v, %v, holder %q; want taken by i2", held, err, client.Get(ctx, lease(1)).Val())
+			held, err := j.TakeLease(ctx, 1, step.instance, ttl, step.renew)
+			if err != nil || held != step.held {
+				t.Fatalf("%s: held %v, %v; want %v", step.what, held, err, step.held)
 			}
-		})
-	}
+			pttl := client.PTTL(ctx, lease(1)).Val()
+			if got := client.Get(ctx, lease(1)).Val(); got != step.holder || (pttl > 30*time.Second) != step.held {
+				t.Fatalf("%s: lease held by %q for %v; want %q, renewed %v", step.what, got, pttl, step.holder, step.held)
+			}
+		}
+		if err := client.Del(ctx, lease(1)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if held, err := j.TakeLease(ctx, 1, "i2", ttl, true); err != nil || !held || client.Get(ctx, lease(1)).Val() != "i2" {
+			t.Fatalf("a free lease confirmed: held %v, %v, holder %q; want taken by i2", held, err, client.Get(ctx, lease(1)).Val())
+		}
+	})
 }
 
 // A visit that waited for its place past its lease, while another

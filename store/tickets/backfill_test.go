@@ -26,7 +26,7 @@ import (
 func TestBackfill(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
@@ -127,7 +127,7 @@ func TestBackfill(t *testing.T) {
 func TestBackfillTakesAUserOnce(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
@@ -166,7 +166,7 @@ func TestBackfillTakesAUserOnce(t *testing.T) {
 func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := backfillMatcher(e)
@@ -239,7 +239,7 @@ func backfillRooms(t *testing.T, e env) map[string]int {
 // A match room is made for a leader who owns as many rooms as the quota
 // allows: the matcher asked for it, not the user.
 func TestMatchRoomPastTheOwnerQuota(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := openQuotas(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2}, matchmaking.RuleSet{})
 		if _, err := e.rooms.Create(ctx, player("u1"), rooms.NewRoom{Name: "mine", Mode: "other", Region: "eu", MaxPlayers: 2,
@@ -286,7 +286,7 @@ func ffaQueue(t *testing.T, e env) func(uid string, rating float64) matchmaking.
 func TestBackfillStopsAtTheModeSize(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := backfillMatcher(e)
@@ -348,7 +348,7 @@ func TestBackfillSkipsARoomThatBannedOrKickedTheUser(t *testing.T) {
 // backfillSkipsRemoved is TestBackfillSkipsARoomThatBannedOrKickedTheUser
 // for a user kicked from the match room, and banned when ban.
 func backfillSkipsRemoved(t *testing.T, rs matchmaking.RuleSet, r matchmaking.Rules, ban bool) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := backfillMatcher(e)
@@ -400,7 +400,7 @@ func backfillSkipsRemoved(t *testing.T, rs matchmaking.RuleSet, r matchmaking.Ru
 // barred from that room, and the room's free seat goes to another.
 func TestBackfillSkipsTheRoomAMemberIsIn(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := backfillMatcher(e)
@@ -484,7 +484,7 @@ func matchRoomOf(t *testing.T, e env, m *matchmaking.Matcher, users ...string) (
 // ticket off the room: the other is backfilled into it.
 func TestBackfillRefusalsEverywhere(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		for _, ban := range []bool{true, false} {
 			t.Run(fmt.Sprintf("repair, ban %t", ban), func(t *testing.T) {
 				ctx := context.Background()
@@ -660,7 +660,7 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 func TestMatchedWithoutARoomIsActive(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := backfillMatcher(e)
@@ -706,7 +706,7 @@ func backfillMatcher(e env) *matchmaking.Matcher {
 func TestRequeuedTicketKeepsTheConfiguredGrace(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		const grace = 500 * time.Millisecond
 		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = grace })
@@ -750,7 +750,7 @@ func TestTicketRefusedByManyRoomsIsMatchedAnew(t *testing.T) {
 	const maxBarred, rooms = tickets.MaxBarred, tickets.MaxBarred + 1
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		rating := 1000.0
@@ -810,7 +810,7 @@ func TestTicketRefusedByManyRoomsIsMatchedAnew(t *testing.T) {
 func TestBackfillWithinThePassBudget(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		queue := ffaQueue(t, e)
@@ -884,7 +884,7 @@ func (c *seatsRead) FreeSeats(ctx context.Context, id string, size int) (int, bo
 // match rooms, hundreds of reads a pass, passes back to back).
 func TestBusyBackfillModeReadsItsRoomsOnceAnInterval(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		queue := ffaQueue(t, e)
@@ -928,7 +928,7 @@ func TestBusyBackfillModeReadsItsRoomsOnceAnInterval(t *testing.T) {
 // reviewer's find).
 func TestOneRoomsSeatsErrorDoesNotStopTheMode(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		room, _ := matchRoomOf(t, e, backfillMatcher(e), "u1", "u2") // a free seat, backfilled
@@ -1005,7 +1005,7 @@ func (p *pauses) MatchFound(ctx context.Context, uid string, e matchmaking.Match
 func TestRepairRacingABackfillTellsOneMatch(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		for _, tc := range []struct {
 			at       string
 			backfill bool // u3 ends in the room (else matched anew with u4)

@@ -32,7 +32,7 @@ func TestEqualAttributesMatchByValue(t *testing.T) {
 		{"StringAndNumber", "1", json.Number("1"), false},
 		{"StringSpellings", "1", "1.0", false},
 	}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				ctx := context.Background()

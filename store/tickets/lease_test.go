@@ -23,7 +23,7 @@ import (
 // while this one still completes its matches.
 func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		base := e.rooms.Base()
@@ -64,7 +64,7 @@ func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
 // find).
 func TestPassingLeaseOutlivesABusyPool(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "d0", "d1")
@@ -138,7 +138,7 @@ func leaseOK(ok bool, err error) error {
 // take would, and another holder's is not touched.
 func TestRenewTakesNoLease(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		for i, step := range []struct {

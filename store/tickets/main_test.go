@@ -59,12 +59,6 @@ func openStore(tb testing.TB, b redistest.Backend, sc store.Config, rs matchmaki
 	return env{rooms: s, tickets: ts, svc: svc, cfg: cfg}
 }
 
-func eachBackend(t *testing.T, f func(t *testing.T, b redistest.Backend)) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) { f(t, b) })
-	}
-}
-
 func mustRules(tb testing.TB, src string) matchmaking.RuleSet {
 	tb.Helper()
 	rs, err := matchmaking.ParseRules([]byte(src))

@@ -86,7 +86,7 @@ modes:
     ticketTTL: 5s
 `)
 	r := rs.Of("squad")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		e := open(t, b, rs)
@@ -273,7 +273,7 @@ func contains(ss []string, s string) bool {
 // passed: the queue, schedule, records, pending matches, leases, claims.
 func TestTicketKeysGo(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
@@ -304,7 +304,7 @@ func TestTicketKeysGo(t *testing.T) {
 // its record and schedule entry stayed forever).
 func TestExpiredTicketGoesAfterALateSweep(t *testing.T) {
 	rs := mustRules(t, "modes:\n  quiet:\n    ticketTTL: 1s\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
@@ -350,7 +350,7 @@ func roundsUntilKeysGo(t *testing.T, m *matchmaking.Matcher, keys func() []strin
 // (every mode's then) is listed too, and a pass finding it empty forgets
 // it there once its time is past (kept while it is ahead).
 func TestCreateListsItsMode(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, mustRules(t, "modes:\n  duel: {}\n"))
 		c := e.rooms.Client()
@@ -449,7 +449,7 @@ func TestCreateListsItsMode(t *testing.T) {
 // on its own it was a round trip per shard, at every tick of every
 // instance): with a batch window all of one node's lists go out at once.
 func TestModesReadTogether(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := openStore(t, b, store.Config{Batch: &store.Batching{Window: 100 * time.Millisecond}}, mustRules(t, "modes:\n  duel: {}\n"))
 		c, future := e.rooms.Client(), float64(time.Now().Add(time.Hour).UnixMilli())
@@ -494,7 +494,7 @@ func TestModesReadTogether(t *testing.T) {
 // ticket of the mode came.
 func TestModeListedWhileItHasTickets(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := duelPair(t, e, "duel", "o0", "o1")
@@ -559,7 +559,7 @@ func (c *closing) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int,
 // on the old log (a reviewer's find).
 func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		var ids []string
@@ -727,7 +727,7 @@ func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 		{name: "a repair that dies", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
 			joined: []string{"u2"}, banBy: player("u1"), banned: []string{"u2"}, refused: []string{"u2"}, dies: true},
 	}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				ctx := context.Background()
@@ -881,7 +881,7 @@ func (d diesTelling) MatchFound(ctx context.Context, uid string, e matchmaking.M
 func TestRepairOfAMatchRoomThatBannedAPartyMember(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		for _, told := range []bool{false, true} {
 			t.Run(fmt.Sprintf("told=%v", told), func(t *testing.T) {
 				ctx := context.Background()
@@ -957,7 +957,7 @@ func TestRepairOfAMatchRoomThatBannedAPartyMember(t *testing.T) {
 func TestRepairOfAStartedMatchRoomThatBannedAUser(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := queueParties(t, e, []string{"u1"}, []string{"u2"}, []string{"u3"})
@@ -1012,7 +1012,7 @@ func TestRepairOfAStartedMatchRoomThatBannedAUser(t *testing.T) {
 // its errors are the shutdown's own, not Redis'.
 func TestCanceledRoundLogsNothing(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		e := open(t, b, rs)
 		if _, err := e.svc.Create(context.Background(), player("c0"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
 			t.Fatal(err)
@@ -1138,7 +1138,7 @@ func duelPair(t *testing.T, e env, mode, u0, u1 string) []string {
 func TestRepairRacingACompletionTellsOnce(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
 	r := rs.Of("duel")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := duelPair(t, e, "duel", "p0", "p1")
@@ -1186,7 +1186,7 @@ func TestRepairRacingACompletionTellsOnce(t *testing.T) {
 // users). The match is told once.
 func TestSlowRoundKeepsItsLease(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
@@ -1231,7 +1231,7 @@ func TestSlowRoundKeepsItsLease(t *testing.T) {
 // forever.
 func TestStuckPassGivesUpItsLease(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
@@ -1280,7 +1280,7 @@ func TestStuckPassGivesUpItsLease(t *testing.T) {
 // a master paused held nothing).
 func TestRoundEndedByItsDeadlineKeepsItsMode(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := duelPair(t, e, "duel", "s0", "s1")
@@ -1382,7 +1382,7 @@ func (tt tellingTogether) MatchFound(ctx context.Context, uid string, e matchmak
 // first waits at its barrier alone and fails.
 func TestRoundPassesModesAndTellsUsersAtOnce(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n  joust: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := map[string]string{}
@@ -1423,7 +1423,7 @@ func TestRoundPassesModesAndTellsUsersAtOnce(t *testing.T) {
 // pass).
 func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n  joust: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "d0", "d1")
@@ -1471,7 +1471,7 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 // instances at a time (a reviewer's find).
 func TestLostLeaseEndsThePass(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
@@ -1505,7 +1505,7 @@ func TestLostLeaseEndsThePass(t *testing.T) {
 // reviewer's find).
 func TestCutPassLeavesItsModeToAnother(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
@@ -1537,7 +1537,7 @@ func TestCutPassLeavesItsModeToAnother(t *testing.T) {
 // stall held every mode of the instance up to PassTimeout (30 s).
 func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n  joust: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "d0", "d1")
@@ -1576,7 +1576,7 @@ func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
 func TestStaleCompletionKeepsAToldUsersSeat(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := queueParties(t, e, []string{"u1"}, []string{"u2", "u3"}, []string{"u4"})
@@ -1624,7 +1624,7 @@ func TestStaleCompletionKeepsAToldUsersSeat(t *testing.T) {
 func TestCommittedMatchRoomGoneFullStands(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n")
 	r := rs.Of("ffa")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		ids := queueParties(t, e, []string{"u1"}, []string{"u2"}, []string{"u3"})
@@ -1670,7 +1670,7 @@ func TestCommittedMatchRoomGoneFullStands(t *testing.T) {
 // the ticks").
 func TestBusyModeIsPassedAgainAtOnce(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		var ids []string
@@ -1698,7 +1698,7 @@ func TestBusyModeIsPassedAgainAtOnce(t *testing.T) {
 // the Add found the list empty); a mode listed by another instance on a
 // shard without one is listed at the next read of every shard's.
 func TestModesReadIdleShardsOnceASecond(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, mustRules(t, "modes:\n  duel: {}\n"))
 		c, future := e.rooms.Client(), float64(time.Now().Add(time.Hour).UnixMilli())

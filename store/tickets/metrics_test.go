@@ -29,7 +29,7 @@ import (
 // reporting its last figure).
 func TestMatchmakingMetrics(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e, reg := openObserved(t, b, rs)
 		create := func(u string) matchmaking.Ticket {
@@ -84,7 +84,7 @@ func TestMatchmakingMetrics(t *testing.T) {
 // instances reported the mode until the next round.
 func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e, reg := openObserved(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
@@ -111,7 +111,7 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 // nothing: a match whose first completion was cut went uncounted.
 func TestRepairedMatchIsCountedOnce(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "r0", "r1")
@@ -189,7 +189,7 @@ func takeLease(t *testing.T, e env, mode, from, to string) {
 // stays (a reviewer's find: the failed round counted every mode lost).
 func TestFailedRoundKeepsItsLeasesForTheShutdown(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e, reg := openObserved(t, b, rs)
 		if _, err := e.svc.Create(ctx, player("lone"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
@@ -231,7 +231,7 @@ func (q *failingModes) Modes(ctx context.Context) ([]string, error) {
 // searching, answer 204 both and count one cancelled ticket.
 func TestConcurrentCancelsCountedOnce(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e, reg := openObserved(t, b, rs)
 		tk, err := e.svc.Create(ctx, player("c"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
@@ -290,7 +290,7 @@ func running(t *testing.T, m *matchmaking.Matcher) (stop func()) {
 // matches, the first five cut.
 func TestCutPassesAreCountedAndGoOn(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel:\n    window: {start: 100}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e, reg := openObserved(t, b, rs)
 		for k := range 6 {

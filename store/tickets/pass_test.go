@@ -68,7 +68,7 @@ modes:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rs.Of(tc.mode)
-			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 				passMatchesReference(t, b, rs, tc.mode, r, tc.size, tc.budget, tc.lost)
 			})
 		})
@@ -334,7 +334,7 @@ func TestPassWalksTheQueueInPages(t *testing.T) {
 
 func walksInPages(t *testing.T, budget matchmaking.PassBudget, passes int) {
 	r := matchmaking.Default() // ±100
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		add := func(uid string, rating float64) {
@@ -399,7 +399,7 @@ func addParty(t *testing.T, e env, uid string, rating float64, size int) string 
 // had kept both parties searching until it left the queue.
 func TestPassPartiesAroundASolo(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100}}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		p, s, q := addParty(t, e, "p1", 1300, 2), addParty(t, e, "solo", 1330, 1), addParty(t, e, "q1", 1400, 2)
@@ -427,7 +427,7 @@ func TestPassPartiesAroundASolo(t *testing.T) {
 // finds {2, 3} v {3, 2}; the 4 waits.
 func TestPassPartiesOf5v5(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 5, Window: matchmaking.Window{Start: 100, Step: 100, Every: matchmaking.Duration(5 * time.Second), Max: 1000}}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		a, four := addParty(t, e, "a", 1500, 2), addParty(t, e, "four", 1510, 4)
@@ -461,7 +461,7 @@ func TestPassPartiesOf5v5(t *testing.T) {
 func TestPassSearchKeepsEveryWindow(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 3,
 		Window: matchmaking.Window{Start: 50, Step: 50, Every: matchmaking.Duration(time.Second), Max: 300}}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		now := time.Now()
@@ -510,7 +510,7 @@ func TestPassSearchKeepsEveryWindow(t *testing.T) {
 func TestPassSearchBudgetIsSharedFairly(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 5, Window: matchmaking.Window{Start: 100}}
 	budget := matchmaking.PassBudget{Try: 8, Work: 60}
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		for k := range 12 {
@@ -552,7 +552,7 @@ func TestPassSearchBudgetIsSharedFairly(t *testing.T) {
 // again, the two parties never on one page; from 1900 they are matched.
 func TestPassCutNearAPageEnd(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100, Max: 100}} // as normalized
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		addParty(t, e, "lone", 0, 1)
@@ -589,7 +589,7 @@ func TestPassCutNearAPageEnd(t *testing.T) {
 // next page began after 1500, found nothing and went back to the lowest).
 func TestPassPagesThroughEqualRatings(t *testing.T) {
 	r := matchmaking.Default() // ±100
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		ids := make([]string, 12)

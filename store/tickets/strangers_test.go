@@ -28,7 +28,7 @@ import (
 // pushed a friend's messages out, with REALSYNC_PARTY_CONSENT=none).
 func TestPartyMatchFoundCountsAmongStrangers(t *testing.T) {
 	share := userlog.StrangersShare(userlog.MinMaxLen)
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		s := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: shards,
 			Offline: userlog.Config{MaxLen: userlog.MinMaxLen}})

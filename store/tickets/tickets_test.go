@@ -26,7 +26,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 }
 
 func TestTicketCreateGetCancel(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		tk, err := e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu", "us"}, Rating: rating(1500)})
@@ -75,7 +75,7 @@ func TestTicketCreateGetCancel(t *testing.T) {
 
 func TestOneActiveTicketPerPartyMember(t *testing.T) {
 	rs := mustRules(t, "modes:\n  squad:\n    teams: 2\n    teamSize: 3\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		lead, err := e.svc.Create(ctx, player("lead"), matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"},
@@ -121,7 +121,7 @@ func TestOneActiveTicketPerPartyMember(t *testing.T) {
 // A claim on a ticket never queued (a create on its way, or one that died
 // there) holds for InFlight, then does not block the user.
 func TestClaimOfATicketNeverQueued(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		later := open(t, b, matchmaking.RuleSet{}, func(c *matchmaking.Config) {
@@ -150,7 +150,7 @@ func TestClaimOfATicketNeverQueued(t *testing.T) {
 // pass marked expired frees its user at once, whatever the clocks.
 func TestTicketExpiryToleratesAClockAhead(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {ticketTTL: 1m}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		first, err := e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
@@ -193,7 +193,7 @@ func TestTicketExpiryToleratesAClockAhead(t *testing.T) {
 // one searching ticket per user.
 func TestConcurrentCreatesOneTicketPerUser(t *testing.T) {
 	rs := mustRules(t, "modes:\n  squad:\n    teams: 2\n    teamSize: 3\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		var wg sync.WaitGroup
@@ -239,7 +239,7 @@ func TestConcurrentCreatesOneTicketPerUser(t *testing.T) {
 // create), and a bad one is an error at construction naming the field,
 // not a failure per request.
 func TestServiceOfRulesBuiltInCode(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		t.Run("UnsetFieldsTakeTheDefaults", func(t *testing.T) {
 			rs := matchmaking.RuleSet{Modes: map[string]matchmaking.Rules{"trio": {MaxPlayers: 3}}}
@@ -294,7 +294,7 @@ func TestServiceOfRulesBuiltInCode(t *testing.T) {
 // then, and the retry queued another.
 func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		keyed := func(u, key string) matchmaking.Ticket {
@@ -344,7 +344,7 @@ func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
 // ticket beside the searching one.
 func TestOverlappingKeyedCreatesKeepTheClaims(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Key: "key-1"}
@@ -420,7 +420,7 @@ func TestKeyedRunFailingBesideTheOtherLeavesItsClaims(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n  m1: {}\n  m2: {}\n  m3: {}\n  m4: {}\n  m5: {}\n")
 	for _, order := range []string{"released before the other queued", "the other queued between the look and the release"} {
 		t.Run(order, func(t *testing.T) {
-			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 				ctx := context.Background()
 				e := open(t, b, rs)
 				service := func(q matchmaking.Queue) *matchmaking.Service {
@@ -487,7 +487,7 @@ func TestKeyedRunFailingBesideTheOtherLeavesItsClaims(t *testing.T) {
 // claim.
 func TestLostClaimStillOneActiveTicket(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n  trio:\n    minPlayers: 3\n    maxPlayers: 3\n")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		rating := 1000.0

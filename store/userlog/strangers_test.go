@@ -136,75 +136,73 @@ func isStranger(s string) bool { return strings.HasPrefix(s, "s") }
 // or their entries dropped by the cap, and strangers send again.
 func TestStrangersHoldHalfTheLog(t *testing.T) {
 	share := userlog.StrangersShare(userlog.MinMaxLen)
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			e := newStrangersEnv(t, b)
-			c, k := e.st.Client(), e.l.KeysOf(e.uid)
-			if sent, full := e.sends(t, "friend", 3); sent != 3 || full != 0 {
-				t.Fatalf("the friend's messages: %d sent, %d refused", sent, full)
-			}
-			// 30 strangers, three times the share
-			if sent, full := e.sends(t, "s#", 3*share); sent != share || full != 2*share {
-				t.Fatalf("strangers: %d sent, %d refused; want %d and %d", sent, full, share, 2*share)
-			}
-			if n := c.XLen(ctx, k.Log).Val(); n != int64(3+share) {
-				t.Fatalf("a log of %d entries, want %d: a refused send wrote", n, 3+share)
-			}
-			if seq, _ := c.HGet(ctx, k.Meta, "seq").Int(); seq != 3+share {
-				t.Fatalf("the log's seq %d after refusals, want %d", seq, 3+share)
-			}
-			// the friend and the server are neither counted nor refused: the
-			// friend's messages fill the rest and push out the oldest, the
-			// friend's own first
-			if sent, _ := e.sends(t, "friend", userlog.MinMaxLen-share-3); sent != userlog.MinMaxLen-share-3 {
-				t.Fatalf("the friend's messages past the strangers' share: %d sent", sent)
-			}
-			if err := e.send(""); err != nil {
-				t.Fatalf("the server's message past the strangers' share: %v", err)
-			}
-			got := e.senders(t)
-			if len(got) != userlog.MinMaxLen || count(got, isStranger) != share || got[0] != "friend" {
-				t.Fatalf("the log: %d entries, %d of strangers, the first %q; want %d, %d and the friend's", len(got), count(got, isStranger), got[0], userlog.MinMaxLen, share)
-			}
-			if err := e.send("s1"); !errors.Is(err, rooms.ErrInboxFull) {
-				t.Fatalf("a stranger at the share: %v, want ErrInboxFull", err)
-			}
-			// a sender followed is no stranger
-			e.follow(t, "friend", "s1")
-			if err := e.send("s1"); err != nil {
-				t.Fatalf("a sender followed since: %v", err)
-			}
-			if err := e.send("s2"); !errors.Is(err, rooms.ErrInboxFull) {
-				t.Fatalf("another stranger: %v, want ErrInboxFull", err)
-			}
-			// a platform delivered the log's events (another one its first
-			// only): none counts now
-			first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val()[0]
-			firstSeq, _ := strconv.ParseInt(strings.TrimSuffix(first.ID, "-0"), 10, 64)
-			if moved, err := e.l.Ack(ctx, e.uid, "phone", userlog.TagOf(first, ""), firstSeq); err != nil || !moved {
-				t.Fatalf("phone's ack: %v, %v", moved, err)
-			}
-			if err := e.send("s2"); !errors.Is(err, rooms.ErrInboxFull) {
-				t.Fatalf("a stranger once a platform was delivered the first entry only: %v, want ErrInboxFull", err)
-			}
-			seq, _ := c.HGet(ctx, k.Meta, "seq").Int64()
-			last := c.XRevRangeN(ctx, k.Log, "+", "-", 1).Val()[0]
-			if moved, err := e.l.Ack(ctx, e.uid, "pc", userlog.TagOf(last, ""), seq); err != nil || !moved {
-				t.Fatalf("pc's ack: %v, %v", moved, err)
-			}
-			if sent, full := e.sends(t, "s#", share+1); sent != share || full != 1 {
-				t.Fatalf("strangers after the log was delivered: %d sent, %d refused; want %d and 1", sent, full, share)
-			}
-			// the strangers' set holds no more than the log (the cap's window) and expires with it
-			if n := c.ZCard(ctx, k.Strangers).Val(); n > int64(userlog.MinMaxLen+1) {
-				t.Errorf("the strangers' set holds %d members, more than the log's %d and its history", n, userlog.MinMaxLen)
-			}
-			if ttl, lttl := c.PTTL(ctx, k.Strangers).Val(), c.PTTL(ctx, k.Log).Val(); ttl <= 0 || ttl > userlog.DefaultTTL || ttl > lttl+time.Second {
-				t.Errorf("the strangers' set expires in %v (the log in %v), want with the log", ttl, lttl)
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := newStrangersEnv(t, b)
+		c, k := e.st.Client(), e.l.KeysOf(e.uid)
+		if sent, full := e.sends(t, "friend", 3); sent != 3 || full != 0 {
+			t.Fatalf("the friend's messages: %d sent, %d refused", sent, full)
+		}
+		// 30 strangers, three times the share
+		if sent, full := e.sends(t, "s#", 3*share); sent != share || full != 2*share {
+			t.Fatalf("strangers: %d sent, %d refused; want %d and %d", sent, full, share, 2*share)
+		}
+		if n := c.XLen(ctx, k.Log).Val(); n != int64(3+share) {
+			t.Fatalf("a log of %d entries, want %d: a refused send wrote", n, 3+share)
+		}
+		if seq, _ := c.HGet(ctx, k.Meta, "seq").Int(); seq != 3+share {
+			t.Fatalf("the log's seq %d after refusals, want %d", seq, 3+share)
+		}
+		// the friend and the server are neither counted nor refused: the
+		// friend's messages fill the rest and push out the oldest, the
+		// friend's own first
+		if sent, _ := e.sends(t, "friend", userlog.MinMaxLen-share-3); sent != userlog.MinMaxLen-share-3 {
+			t.Fatalf("the friend's messages past the strangers' share: %d sent", sent)
+		}
+		if err := e.send(""); err != nil {
+			t.Fatalf("the server's message past the strangers' share: %v", err)
+		}
+		got := e.senders(t)
+		if len(got) != userlog.MinMaxLen || count(got, isStranger) != share || got[0] != "friend" {
+			t.Fatalf("the log: %d entries, %d of strangers, the first %q; want %d, %d and the friend's", len(got), count(got, isStranger), got[0], userlog.MinMaxLen, share)
+		}
+		if err := e.send("s1"); !errors.Is(err, rooms.ErrInboxFull) {
+			t.Fatalf("a stranger at the share: %v, want ErrInboxFull", err)
+		}
+		// a sender followed is no stranger
+		e.follow(t, "friend", "s1")
+		if err := e.send("s1"); err != nil {
+			t.Fatalf("a sender followed since: %v", err)
+		}
+		if err := e.send("s2"); !errors.Is(err, rooms.ErrInboxFull) {
+			t.Fatalf("another stranger: %v, want ErrInboxFull", err)
+		}
+		// a platform delivered the log's events (another one its first
+		// only): none counts now
+		first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val()[0]
+		firstSeq, _ := strconv.ParseInt(strings.TrimSuffix(first.ID, "-0"), 10, 64)
+		if moved, err := e.l.Ack(ctx, e.uid, "phone", userlog.TagOf(first, ""), firstSeq); err != nil || !moved {
+			t.Fatalf("phone's ack: %v, %v", moved, err)
+		}
+		if err := e.send("s2"); !errors.Is(err, rooms.ErrInboxFull) {
+			t.Fatalf("a stranger once a platform was delivered the first entry only: %v, want ErrInboxFull", err)
+		}
+		seq, _ := c.HGet(ctx, k.Meta, "seq").Int64()
+		last := c.XRevRangeN(ctx, k.Log, "+", "-", 1).Val()[0]
+		if moved, err := e.l.Ack(ctx, e.uid, "pc", userlog.TagOf(last, ""), seq); err != nil || !moved {
+			t.Fatalf("pc's ack: %v, %v", moved, err)
+		}
+		if sent, full := e.sends(t, "s#", share+1); sent != share || full != 1 {
+			t.Fatalf("strangers after the log was delivered: %d sent, %d refused; want %d and 1", sent, full, share)
+		}
+		// the strangers' set holds no more than the log (the cap's window) and expires with it
+		if n := c.ZCard(ctx, k.Strangers).Val(); n > int64(userlog.MinMaxLen+1) {
+			t.Errorf("the strangers' set holds %d members, more than the log's %d and its history", n, userlog.MinMaxLen)
+		}
+		if ttl, lttl := c.PTTL(ctx, k.Strangers).Val(), c.PTTL(ctx, k.Log).Val(); ttl <= 0 || ttl > userlog.DefaultTTL || ttl > lttl+time.Second {
+			t.Errorf("the strangers' set expires in %v (the log in %v), want with the log", ttl, lttl)
+		}
+	})
 }
 
 // The strangers' entries the cap dropped, and those expired (sent a TTL
@@ -212,84 +210,80 @@ func TestStrangersHoldHalfTheLog(t *testing.T) {
 // sent once they are gone.
 func TestStrangersDroppedOrExpiredAreNotCounted(t *testing.T) {
 	share := userlog.StrangersShare(userlog.MinMaxLen)
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Run("Dropped", func(t *testing.T) {
-				e := newStrangersEnv(t, b)
-				e.sends(t, "s#", share)
-				// the friend's messages fill the log and push out half of
-				// the strangers' entries
-				e.sends(t, "friend", userlog.MinMaxLen-share+share/2)
-				if got := e.senders(t); count(got, isStranger) != share/2 {
-					t.Fatalf("%d strangers' entries left, want %d", count(got, isStranger), share/2)
-				}
-				if err := e.send("s0"); err != nil {
-					t.Fatalf("a stranger once the cap dropped half of the strangers' entries: %v", err)
-				}
-			})
-			t.Run("Expired", func(t *testing.T) {
-				e := newStrangersEnv(t, b)
-				e.sends(t, "s#", share)
-				// every strangers' entry sent long ago (its time rewritten)
-				e.expireStrangers(t)
-				if sent, full := e.sends(t, "s#", share+1); sent != share || full != 1 {
-					t.Fatalf("strangers once theirs expired: %d sent, %d refused; want %d and 1", sent, full, share)
-				}
-			})
-			// counted past the share (tickets' match_found), then all
-			// expired: the next stranger's send forgets them all at once
-			t.Run("ExpiredPastTheShare", func(t *testing.T) {
-				ctx := context.Background()
-				e := newStrangersEnv(t, b)
-				for i := range share + share/2 {
-					ev := players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, e.uid, time.Now()),
-						TicketID: "t", MatchID: fmt.Sprint("m", i), RoomID: "r", Mode: "m", Region: "r"}
-					if _, err := e.l.SendEventOnce(ctx, e.uid, ev, userlog.Once{From: "leader", Following: e.st.Sessions().FollowingKey(e.uid), Counted: true}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				e.expireStrangers(t)
-				if err := e.send("s0"); err != nil {
-					t.Fatalf("a stranger once %d counted entries expired: %v", share+share/2, err)
-				}
-			})
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		t.Run("Dropped", func(t *testing.T) {
+			e := newStrangersEnv(t, b)
+			e.sends(t, "s#", share)
+			// the friend's messages fill the log and push out half of
+			// the strangers' entries
+			e.sends(t, "friend", userlog.MinMaxLen-share+share/2)
+			if got := e.senders(t); count(got, isStranger) != share/2 {
+				t.Fatalf("%d strangers' entries left, want %d", count(got, isStranger), share/2)
+			}
+			if err := e.send("s0"); err != nil {
+				t.Fatalf("a stranger once the cap dropped half of the strangers' entries: %v", err)
+			}
 		})
-	}
+		t.Run("Expired", func(t *testing.T) {
+			e := newStrangersEnv(t, b)
+			e.sends(t, "s#", share)
+			// every strangers' entry sent long ago (its time rewritten)
+			e.expireStrangers(t)
+			if sent, full := e.sends(t, "s#", share+1); sent != share || full != 1 {
+				t.Fatalf("strangers once theirs expired: %d sent, %d refused; want %d and 1", sent, full, share)
+			}
+		})
+		// counted past the share (tickets' match_found), then all
+		// expired: the next stranger's send forgets them all at once
+		t.Run("ExpiredPastTheShare", func(t *testing.T) {
+			ctx := context.Background()
+			e := newStrangersEnv(t, b)
+			for i := range share + share/2 {
+				ev := players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, e.uid, time.Now()),
+					TicketID: "t", MatchID: fmt.Sprint("m", i), RoomID: "r", Mode: "m", Region: "r"}
+				if _, err := e.l.SendEventOnce(ctx, e.uid, ev, userlog.Once{From: "leader", Following: e.st.Sessions().FollowingKey(e.uid), Counted: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.expireStrangers(t)
+			if err := e.send("s0"); err != nil {
+				t.Fatalf("a stranger once %d counted entries expired: %v", share+share/2, err)
+			}
+		})
+	})
 }
 
 // A stranger's sends at once: exactly the share is sent, whatever the
 // order.
 func TestStrangersAtOnce(t *testing.T) {
 	share := userlog.StrangersShare(userlog.MinMaxLen)
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := newStrangersEnv(t, b)
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			sent, full := 0, 0
-			for w := range 16 {
-				wg.Go(func() {
-					for i := range share * 2 / 16 {
-						err := e.send(fmt.Sprintf("s%d-%d", w, i))
-						mu.Lock()
-						switch {
-						case err == nil:
-							sent++
-						case errors.Is(err, rooms.ErrInboxFull):
-							full++
-						default:
-							t.Error(err)
-						}
-						mu.Unlock()
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := newStrangersEnv(t, b)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sent, full := 0, 0
+		for w := range 16 {
+			wg.Go(func() {
+				for i := range share * 2 / 16 {
+					err := e.send(fmt.Sprintf("s%d-%d", w, i))
+					mu.Lock()
+					switch {
+					case err == nil:
+						sent++
+					case errors.Is(err, rooms.ErrInboxFull):
+						full++
+					default:
+						t.Error(err)
 					}
-				})
-			}
-			wg.Wait()
-			if sent != share || full != share*2/16*16-share {
-				t.Fatalf("%d sent, %d refused at once; want %d and %d", sent, full, share, share*2/16*16-share)
-			}
-		})
-	}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if sent != share || full != share*2/16*16-share {
+			t.Fatalf("%d sent, %d refused at once; want %d and %d", sent, full, share, share*2/16*16-share)
+		}
+	})
 }
 
 // A log that expired starts a new history, by a send or by a session's
@@ -326,16 +320,14 @@ func TestStrangersOfAnExpiredLogCountNothing(t *testing.T) {
 // refused, and the cap drops the oldest events as before (a game that
 // does not use following keeps its inbox whole).
 func TestNoStrangersForAUserWhoFollowsNoOne(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := newStrangersEnv(t, b)
-			e.follow(t) // no one
-			if sent, full := e.sends(t, "s#", userlog.MinMaxLen+10); sent != userlog.MinMaxLen+10 || full != 0 {
-				t.Fatalf("%d sent, %d refused; want every one sent", sent, full)
-			}
-			if n := e.st.Client().Exists(context.Background(), e.l.KeysOf(e.uid).Strangers).Val(); n != 0 {
-				t.Fatalf("a strangers' set for a user who follows no one")
-			}
-		})
-	}
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := newStrangersEnv(t, b)
+		e.follow(t) // no one
+		if sent, full := e.sends(t, "s#", userlog.MinMaxLen+10); sent != userlog.MinMaxLen+10 || full != 0 {
+			t.Fatalf("%d sent, %d refused; want every one sent", sent, full)
+		}
+		if n := e.st.Client().Exists(context.Background(), e.l.KeysOf(e.uid).Strangers).Val(); n != 0 {
+			t.Fatalf("a strangers' set for a user who follows no one")
+		}
+	})
 }
