@@ -25,6 +25,7 @@ import (
 
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/wait"
 	"github.com/realsync/realsync/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -152,22 +153,27 @@ func (in *instance) awaitLog(t *testing.T, pieces ...string) string {
 	})
 }
 
-// awaitLogThat waits up to 20 s until ok holds of the log and returns the
-// log; the test fails otherwise, saying what was awaited. The log reaches
+// awaitLogThat waits until ok holds of the log (wait.Until) and returns
+// the log; the test fails otherwise, saying what was awaited and showing
+// the log. The log reaches
 // the test through a pipe, read apart from the answers the test sees: a
 // line written before an answer may be read after it, so a test that
 // asserts a line waits for it.
 func (in *instance) awaitLogThat(t *testing.T, what string, ok func(log string) bool) string {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		l := in.logText()
-		if ok(l) {
-			return l
+	var l string
+	found := false
+	defer func() {
+		if !found { // wait.Until failed the test
+			t.Logf("the log:\n%s", l)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not logged within 20 s: %s\n%s", what, l)
-		}
-	}
+	}()
+	wait.Until(t, "logged: "+what, func() bool {
+		l = in.logText()
+		return ok(l)
+	})
+	found = true
+	return l
 }
 
 // streamCut tells whether the log says the stream of player pid was cut
