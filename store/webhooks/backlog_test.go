@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/webhook/deadletter"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/webhooks"
 )
@@ -867,5 +868,57 @@ func TestWebhooksReplayOfARemovedEndpointsLetter(t *testing.T) {
 			}
 		}
 		checkBacklogCounts(t, s, prefix)
+	})
+}
+
+// TestWebhooksDeadLettersBoundedByBytes: an endpoint down leaves a dead
+// letter of each event; those of large events (state patches of 8 KiB)
+// are bounded by DeadMaxBytes as well as by their count, the newest
+// kept, so that a player's patches cannot fill Redis while an endpoint
+// is down; small events' letters (a room's joins and leaves) are bounded
+// by count alone.
+func TestWebhooksDeadLettersBoundedByBytes(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		prefix := redistest.Prefix(t)
+		s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+		rec := &hookRecorder{down: map[string]bool{"down": true}}
+		const budget, patch = 64 << 10, 8 << 10
+		d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, MaxAttempts: 1, DeadMaxBytes: budget,
+			Endpoints: []webhooks.Endpoint{{ID: "down", Events: []string{"*"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		roomEvents(t, s) // a few small letters first, kept by count
+		drain(t, d)
+		small := len(deadOf(t, s, "down"))
+		if small < 3 {
+			t.Fatalf("%d dead letters of the room's joins and leaves, want each", small)
+		}
+		j, err := s.Create(ctx, alice, newRoom())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := j.Room.ID
+		big := strings.Repeat("x", patch)
+		const patches = 30
+		for i := range patches {
+			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{Set: rooms.State{"k": json.RawMessage(strconv.Quote(big + strconv.Itoa(i)))}, IfMatch: rooms.NoIfMatch}); err != nil {
+				t.Fatal(err)
+			}
+			drain(t, d)
+		}
+		letters := deadOf(t, s, "down")
+		var bytes int
+		for _, l := range letters {
+			bytes += len(l.Event)
+		}
+		if len(letters) == 0 || bytes > budget {
+			t.Fatalf("%d dead letters of %d bytes after %d patches of %d bytes, want at most %d bytes", len(letters), bytes, patches, patch, budget)
+		}
+		last := letters[len(letters)-1]
+		if !strings.Contains(string(last.Event), big+strconv.Itoa(patches-1)) {
+			t.Fatalf("the newest dead letter is not the last patch's: %.80s", last.Event)
+		}
 	})
 }

@@ -222,6 +222,13 @@ type Config struct {
 	ClaimIdle time.Duration
 	// DeadMaxLen caps each shard's dead-letter stream (MAXLEN ~); default 10000.
 	DeadMaxLen int
+	// DeadMaxBytes bounds each shard's dead letters by their size too:
+	// a letter of S bytes (its event, endpoint, error...) trims the stream
+	// to DeadMaxBytes / S letters when that is fewer than DeadMaxLen, so
+	// that events a player can make large (a state patch, up to 96 KiB)
+	// cannot fill Redis while an endpoint is down (a tester's find: 10 000
+	// letters of 32 KiB patches, 320 MiB a shard); default 16 MiB.
+	DeadMaxBytes int
 	// MaxDeliveries bounds each shard's deliveries stream, the deliveries
 	// of endpoints whose backlog is at MaxBacklog aside while another
 	// endpoint in force is not (each of those holds MaxBacklog at most):
@@ -311,6 +318,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeadMaxLen <= 0 {
 		c.DeadMaxLen = 10000
+	}
+	if c.DeadMaxBytes <= 0 {
+		c.DeadMaxBytes = 16 << 20
 	}
 	if c.MaxDeliveries <= 0 {
 		c.MaxDeliveries = 10000
@@ -566,6 +576,9 @@ func (d *Dispatcher) reportBacklog(ctx context.Context) error {
 	return nil
 }
 
+// deadCap is the dead letters' bound of every shard.
+func (d *Dispatcher) deadCap() deadCap { return deadCap{d.cfg.DeadMaxLen, d.cfg.DeadMaxBytes} }
+
 // age is how long ago, by Config.Now, the stream entry id was added.
 func (d *Dispatcher) age(id string) time.Duration {
 	ms, _, _ := strings.Cut(id, "-")
@@ -621,7 +634,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 		}
 		call := fanoutCall{outbox: outbox, deliveries: dels, backlog: k.backlog(shard), dead: k.dead(shard),
 			entry: e.ID, message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, maxBacklog: d.cfg.MaxBacklog,
-			deadMaxLen: d.cfg.DeadMaxLen, nowMs: d.cfg.Now().UnixMilli(), refusedErr: d.refusedErr, endpoints: want}
+			deadCap: d.deadCap(), nowMs: d.cfg.Now().UnixMilli(), refusedErr: d.refusedErr, endpoints: want}
 		refused, err := d.b.Runner.Run(ctx, call).StringSlice()
 		if err != nil {
 			return handled, lag, redisx.Wrap(err)
@@ -915,7 +928,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) (
 	}
 	due := d.cfg.Now().Add(d.backoff(n + 1))
 	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard), backlog: k.backlog(shard), recount: k.recount(shard),
-		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
+		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadCap: d.deadCap(),
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
 	up = answered(sendErr)
 	if err != nil {

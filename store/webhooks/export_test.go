@@ -32,7 +32,7 @@ func (d *Dispatcher) Fail(ctx context.Context, shard int, id string, dueMs int64
 	k := keys{d.b}
 	return d.b.Runner.Run(ctx, failCall{deliveries: k.deliveries(shard), retries: k.retries(shard), dead: k.dead(shard),
 		backlog: k.backlog(shard), recount: k.recount(shard), entry: id, dueMs: dueMs, maxAttempts: d.cfg.MaxAttempts,
-		deadMaxLen: d.cfg.DeadMaxLen, nowMs: dueMs, lastErr: "down"}).Text()
+		deadCap: d.deadCap(), nowMs: dueMs, lastErr: "down"}).Text()
 }
 
 // RecountStepBytes is how many bytes of entries a recount step reads at

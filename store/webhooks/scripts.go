@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	_ "embed"
+	"strconv"
 
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -64,13 +65,13 @@ var recountLua string
 var consumersLua string
 
 // preludeLua is what the scripts that move deliveries and retries ask of
-// a recount's walk, put before them.
+// a recount's walk, and the dead letters' cap, put before them.
 //
 //go:embed lua/prelude.lua
 var preludeLua string
 
 var (
-	fanoutScript = redisx.Plain("webhook_fanout", fanoutLua)
+	fanoutScript = redisx.Plain("webhook_fanout", preludeLua+fanoutLua)
 	failScript   = redisx.Plain("webhook_fail", preludeLua+failLua)
 	settleScript = redisx.Plain("webhook_settle", preludeLua+settleLua)
 	dueScript    = redisx.Plain("webhook_due", preludeLua+dueLua)
@@ -101,7 +102,8 @@ func (c consumersCall) KeysArgs() ([]string, []any) {
 type fanoutCall struct {
 	outbox, deliveries, backlog, dead string
 	entry, message                    string
-	maxBacklog, deadMaxLen            int
+	maxBacklog                        int
+	deadCap                           deadCap
 	nowMs                             int64
 	refusedErr                        string
 	endpoints                         []string
@@ -109,19 +111,26 @@ type fanoutCall struct {
 
 func (fanoutCall) Script() *redisx.Script { return fanoutScript }
 func (c fanoutCall) KeysArgs() ([]string, []any) {
-	args := []any{group, c.entry, c.message, c.maxBacklog, c.deadMaxLen, c.nowMs, c.refusedErr}
+	args := []any{group, c.entry, c.message, c.maxBacklog, c.deadCap.arg(), c.nowMs, c.refusedErr}
 	for _, e := range c.endpoints {
 		args = append(args, e)
 	}
 	return []string{c.outbox, c.deliveries, c.backlog, c.dead}, args
 }
 
+// deadCap bounds a shard's dead letters (deadLetter, lua/prelude.lua): at
+// most count, and about bytes of them.
+type deadCap struct{ count, bytes int }
+
+func (c deadCap) arg() string { return strconv.Itoa(c.count) + " " + strconv.Itoa(c.bytes) }
+
 // failCall is webhook_fail.lua: delivery entry failed a try.
 type failCall struct {
 	deliveries, retries, dead, backlog, recount string
 	entry                                       string
 	dueMs                                       int64
-	maxAttempts, deadMaxLen                     int
+	maxAttempts                                 int
+	deadCap                                     deadCap
 	nowMs                                       int64
 	lastErr                                     string
 }
@@ -129,7 +138,7 @@ type failCall struct {
 func (failCall) Script() *redisx.Script { return failScript }
 func (c failCall) KeysArgs() ([]string, []any) {
 	return []string{c.deliveries, c.retries, c.dead, c.backlog, c.recount},
-		[]any{group, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
+		[]any{group, c.entry, c.dueMs, c.maxAttempts, c.deadCap.arg(), c.nowMs, c.lastErr}
 }
 
 // settleCall is webhook_settle.lua: delivery entry was sent; it runs out

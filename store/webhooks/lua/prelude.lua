@@ -1,5 +1,6 @@
--- prelude: put before the webhook scripts that move deliveries and retries:
--- what they ask of a recount's walk (webhook_recount.lua).
+-- prelude: put before the webhook scripts that move deliveries and retries
+-- or add dead letters: what they ask of a recount's walk
+-- (webhook_recount.lua), and the dead letters' cap (deadLetter).
 
 -- idWalked says whether stream entry id a is at or before id b (a
 -- delivery the walk has passed when b is its last walked, '#s').
@@ -39,5 +40,26 @@ local function retryWalker(recount)
     sc = tonumber(sc)
     if sc ~= rs then return sc < rs end
     return lessEq(m, rm)
+  end
+end
+
+-- deadLetter adds a dead letter of fields (a flat list) to stream key,
+-- capped by cap, "<count> <bytes>" ("<count>" alone from a release
+-- before the bytes): a letter of S bytes trims the stream to bytes / S
+-- letters (one at least) when that is fewer than count, exactly (a big
+-- event's letters are few), else to count, approximately (MAXLEN ~). So
+-- the letters of events of one size hold about bytes; of sizes that
+-- shrink letter after letter, a few times that at most.
+local function deadLetter(key, cap, fields)
+  local count, bytes = string.match(cap, '^(%d+) ?(%d*)$')
+  count = tonumber(count)
+  local size = 0
+  for i = 1, #fields do size = size + #tostring(fields[i]) end
+  local fit = count
+  if bytes ~= '' then fit = math.max(1, math.floor(tonumber(bytes) / math.max(size, 1))) end
+  if fit < count then
+    redis.call('XADD', key, 'MAXLEN', fit, '*', unpack(fields))
+  else
+    redis.call('XADD', key, 'MAXLEN', '~', count, '*', unpack(fields))
   end
 end

@@ -1,8 +1,8 @@
 -- webhook_fail: a delivery's try failed. It leaves the deliveries stream
 -- and waits in the retry zset until due (scored by due time, ms), with its
 -- retry count one higher (still in its endpoint's backlog), or, once it
--- has been tried max times, goes to the dead-letter stream (capped MAXLEN
--- ~) and leaves its endpoint's backlog (one less; the field deleted at 0,
+-- has been tried max times, goes to the dead-letter stream (capped:
+-- deadLetter, prelude.lua) and leaves its endpoint's backlog (one less; the field deleted at 0,
 -- the hash once the shard's deliveries and retries are empty). Either way
 -- it leaves the stream: a recount that walked it takes it off its
 -- endpoint's walked deliveries; and a retry added at or before the
@@ -12,7 +12,7 @@
 --   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] dead letters
 --   KEYS[4] backlog (hash)   KEYS[5] recount (hash)
 --   ARGV[1] consumer group   ARGV[2] delivery entry id   ARGV[3] due (ms)
---   ARGV[4] max tries   ARGV[5] dead-letter MAXLEN ~   ARGV[6] now (ms)
+--   ARGV[4] max tries   ARGV[5] the dead letters' cap, "<count> <bytes>"   ARGV[6] now (ms)
 --   ARGV[7] the last error
 -- Returns "retry", "dead" or "gone" (another consumer settled it).
 
@@ -24,8 +24,7 @@ if e[1] then
   for i = 1, #f, 2 do d[f[i]] = f[i + 1] end
   local tries = tonumber(d.n) + 1
   if tries >= tonumber(ARGV[4]) then
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d,
-      'n', tries, 'at', ARGV[6], 'err', ARGV[7])
+    deadLetter(KEYS[3], ARGV[5], {'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', tries, 'at', ARGV[6], 'err', ARGV[7]})
     if tonumber(redis.call('HGET', KEYS[4], d.e) or '0') > 1 then
       redis.call('HINCRBY', KEYS[4], d.e, -1)
     else

@@ -11,9 +11,9 @@
 --   KEYS[2] deliveries (stream: e endpoint, m message id, t, d, n retry count)
 --   KEYS[3] backlog (hash: endpoint -> its deliveries + retries; a field
 --           at 0 is deleted)
---   KEYS[4] dead letters (stream, MAXLEN ~)
+--   KEYS[4] dead letters (stream, capped: deadLetter, prelude.lua)
 --   ARGV[1] consumer group   ARGV[2] outbox entry id   ARGV[3] message id
---   ARGV[4] the bound of an endpoint's backlog   ARGV[5] dead-letter MAXLEN ~
+--   ARGV[4] the bound of an endpoint's backlog   ARGV[5] the dead letters' cap, "<count> <bytes>"
 --   ARGV[6] now (ms)   ARGV[7] the dead letter's error
 --   ARGV[8..] the endpoints that want the entry's type
 -- Returns the endpoints refused for their backlog (none: the entry was
@@ -30,8 +30,7 @@ if e[1] then
   for i = 8, #ARGV do
     local ep = ARGV[i]
     if tonumber(redis.call('HGET', KEYS[3], ep) or '0') >= bound then
-      redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ep, 'm', ARGV[3], 't', etype, 'd', ev,
-        'n', 0, 'at', ARGV[6], 'err', ARGV[7])
+      deadLetter(KEYS[4], ARGV[5], {'e', ep, 'm', ARGV[3], 't', etype, 'd', ev, 'n', 0, 'at', ARGV[6], 'err', ARGV[7]})
       refused[#refused + 1] = ep
     else
       redis.call('XADD', KEYS[2], '*', 'e', ep, 'm', ARGV[3], 't', etype, 'd', ev, 'n', 0)
