@@ -132,8 +132,12 @@ type retryIn struct {
 	wait time.Duration
 }
 
-func (e retryIn) Unwrap() error             { return e.error }
-func (e retryIn) RetryAfter() time.Duration { return e.wait }
+func (e retryIn) Unwrap() error { return e.error }
+
+// RetryAfter is never 0 (its Retry-After is at least 1 s), which an error
+// says when it does not know the wait (players.SessionExistsError from
+// an older release's session script: no Retry-After then).
+func (e retryIn) RetryAfter() time.Duration { return max(e.wait, time.Nanosecond) }
 
 // jitteredRetryAfter is a Retry-After, in seconds, of 1 to 3.
 func jitteredRetryAfter() string { return strconv.Itoa(1 + rand.IntN(3)) }
@@ -167,7 +171,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Accept-Encoding", "identity")
 	}
 	var until interface{ RetryAfter() time.Duration } // what the error knows of the wait (retryIn, players.SessionExistsError)
-	if errors.As(err, &until) {
+	if errors.As(err, &until) && until.RetryAfter() > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(until.RetryAfter())))
 	} else if retry := retryAfters[p.code]; retry != nil {
 		w.Header().Set("Retry-After", retry())
