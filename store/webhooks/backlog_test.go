@@ -872,53 +872,71 @@ func TestWebhooksReplayOfARemovedEndpointsLetter(t *testing.T) {
 }
 
 // TestWebhooksDeadLettersBoundedByBytes: an endpoint down leaves a dead
-// letter of each event; those of large events (state patches of 8 KiB)
-// are bounded by DeadMaxBytes as well as by their count, the newest
-// kept, so that a player's patches cannot fill Redis while an endpoint
-// is down; small events' letters (a room's joins and leaves) are bounded
-// by count alone.
+// letter of each event, by either path: its tries failed (MaxAttempts 1),
+// or its backlog was full (MaxBacklog 1, its one delivery waiting for a
+// retry that never comes due: the fan-out refuses the rest untried).
+// Those of large events (state patches of 8 KiB) are bounded by
+// DeadMaxBytes as well as by their count, the newest kept, so that a
+// player's patches cannot fill Redis while an endpoint is down; small
+// events' letters (a room's joins and leaves) are bounded by count alone.
 func TestWebhooksDeadLettersBoundedByBytes(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
-		prefix := redistest.Prefix(t)
-		s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
-		rec := &hookRecorder{down: map[string]bool{"down": true}}
-		const budget, patch = 64 << 10, 8 << 10
-		d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, MaxAttempts: 1, DeadMaxBytes: budget,
-			Endpoints: []webhooks.Endpoint{{ID: "down", Events: []string{"*"}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		roomEvents(t, s) // a few small letters first, kept by count
-		drain(t, d)
-		small := len(deadOf(t, s, "down"))
-		if small < 3 {
-			t.Fatalf("%d dead letters of the room's joins and leaves, want each", small)
-		}
-		j, err := s.Create(ctx, alice, newRoom())
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := j.Room.ID
-		big := strings.Repeat("x", patch)
-		const patches = 30
-		for i := range patches {
-			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{Set: rooms.State{"k": json.RawMessage(strconv.Quote(big + strconv.Itoa(i)))}, IfMatch: rooms.NoIfMatch}); err != nil {
-				t.Fatal(err)
-			}
-			drain(t, d)
-		}
-		letters := deadOf(t, s, "down")
-		var bytes int
-		for _, l := range letters {
-			bytes += len(l.Event)
-		}
-		if len(letters) == 0 || bytes > budget {
-			t.Fatalf("%d dead letters of %d bytes after %d patches of %d bytes, want at most %d bytes", len(letters), bytes, patches, patch, budget)
-		}
-		last := letters[len(letters)-1]
-		if !strings.Contains(string(last.Event), big+strconv.Itoa(patches-1)) {
-			t.Fatalf("the newest dead letter is not the last patch's: %.80s", last.Event)
-		}
-	})
+	const budget, patch = 64 << 10, 8 << 10
+	for _, path := range []struct {
+		name     string
+		cfg      webhooks.Config
+		attempts int
+	}{
+		{"failed", webhooks.Config{MaxAttempts: 1}, 1},
+		{"refused", webhooks.Config{MaxBacklog: 1, MaxDeliveries: 100, Now: (&fakeClock{t: time.Now()}).Now}, 0},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+				prefix := redistest.Prefix(t)
+				s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+				rec := &hookRecorder{down: map[string]bool{"down": true}}
+				cfg := path.cfg
+				cfg.Consumer, cfg.Send, cfg.DeadMaxBytes = "i1", rec.send, budget
+				cfg.Endpoints = []webhooks.Endpoint{{ID: "down", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}} // refusing the one full lets the other's through
+				d, err := webhooks.New(s.Base(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				roomEvents(t, s) // a few small letters first, kept by count
+				drain(t, d)
+				if small := len(deadOf(t, s, "down")); small < 2 {
+					t.Fatalf("%d dead letters of the room's joins and leaves, want each but a backlog's", small)
+				}
+				j, err := s.Create(ctx, alice, newRoom())
+				if err != nil {
+					t.Fatal(err)
+				}
+				big := strings.Repeat("x", patch)
+				const patches = 30
+				for i := range patches {
+					p := rooms.StatePatch{Set: rooms.State{"k": json.RawMessage(strconv.Quote(big + strconv.Itoa(i)))}, IfMatch: rooms.NoIfMatch}
+					if _, err := s.PatchState(ctx, alice, j.Room.ID, p); err != nil {
+						t.Fatal(err)
+					}
+					drain(t, d)
+				}
+				var letters []deadletter.Letter // the patched room's (the first may be on another shard)
+				bytes := 0
+				for _, l := range deadOf(t, s, "down") {
+					bytes += len(l.Event) // every shard's: each holds at most the budget
+					if strings.Contains(string(l.Event), `"roomId":"`+j.Room.ID+`"`) {
+						letters = append(letters, l)
+					}
+				}
+				if len(letters) == 0 || bytes > 2*budget {
+					t.Fatalf("%d dead letters of the patched room, %d bytes of letters, after %d patches of %d bytes, want at most %d bytes a shard",
+						len(letters), bytes, patches, patch, budget)
+				}
+				last := letters[len(letters)-1]
+				if !strings.Contains(string(last.Event), big+strconv.Itoa(patches-1)) || last.Attempts != path.attempts {
+					t.Fatalf("the newest dead letter is not the last patch's after %d tries: %d tries, %.80s", path.attempts, last.Attempts, last.Event)
+				}
+			})
+		})
+	}
 }

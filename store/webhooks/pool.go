@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 )
@@ -24,9 +25,15 @@ import (
 //     endpoints with nothing to send keep none;
 //   - an endpoint whose last try failed as an endpoint down fails (an
 //     error, its timeout, a 5xx, 408 or 429; not a 4xx it answered: see
-//     Config.Send) has one send in flight at a time until a try succeeds,
-//     and such endpoints together at most half the workers: however many
-//     hang, the others keep half the pool once each of them failed a try.
+//     Config.Send), or that has not yet ended a try since it was
+//     configured (new in the file, or every endpoint at the instance's
+//     start), has one send in flight at a time until a try succeeds, and
+//     such endpoints together at most half the workers: however many
+//     hang, the others keep half the pool once each of them failed a try,
+//     and one that hangs from its first send holds one worker until its
+//     timeout, not every worker but the others' (a tester's find: a hung
+//     endpoint beside a healthy one took 7 workers of 8 for its first
+//     60 s timeout, and the healthy one's deliveries went one at a time).
 //
 // Room grows without a worker falling idle too (a failing endpoint's try
 // succeeds, the endpoints change): every waiting send it makes room for
@@ -54,6 +61,7 @@ type pool struct {
 	busy            int
 	byEndpoint      map[string]int      // sends in flight per endpoint
 	failing         map[string]bool     // endpoints whose last settled try failed
+	unproven        map[string]bool     // endpoints none of whose tries ended yet
 	waiting         map[string][]queued // per endpoint, oldest first
 	nWaiting        int
 	held            map[string]bool      // shard/entry id of each send in flight or waiting
@@ -85,26 +93,35 @@ type queued struct {
 
 func newPool(workers int, claimIdle time.Duration) *pool {
 	return &pool{workers: workers, waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
-		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, failing: map[string]bool{}, waiting: map[string][]queued{},
+		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, failing: map[string]bool{}, unproven: map[string]bool{}, waiting: map[string][]queued{},
 		endpoints: map[string]bool{}, seen: map[string]time.Time{},
 		held: map[string]bool{}, ended: map[string]bool{}, unsettled: map[string]time.Time{}, settleWait: claimIdle / 2,
 		freed: make(chan struct{}, 1)}
 }
 
 // setEndpoints tells the pool which endpoints are configured (each with
-// none in flight may be kept a worker) and forgets what it knew of those
-// no longer configured; the waiting sends the change makes room for
-// start.
+// none in flight may be kept a worker; one new to it sends as a failing
+// one does until a try succeeds) and forgets what it knew of those no
+// longer configured; the waiting sends the change makes room for start.
 func (p *pool) setEndpoints(ids []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	known := maps.Clone(p.endpoints)
 	clear(p.endpoints)
 	for _, id := range ids {
 		p.endpoints[id] = true
+		if !known[id] {
+			p.unproven[id] = true // one send at a time until a try of it ends
+		}
 	}
 	for id := range p.failing {
 		if !p.endpoints[id] {
 			delete(p.failing, id)
+		}
+	}
+	for id := range p.unproven {
+		if !p.endpoints[id] {
+			delete(p.unproven, id)
 		}
 	}
 	for id := range p.seen {
@@ -157,6 +174,9 @@ func (p *pool) room(endpoint string) bool {
 	}
 	if n == 0 {
 		return true
+	}
+	if p.unproven[endpoint] {
+		return false
 	}
 	return p.busy < p.workers-p.kept(endpoint)
 }
@@ -229,6 +249,7 @@ func (p *pool) run(q queued) {
 			p.errs = append(p.errs, err)
 			p.unsettled[q.key] = time.Now().Add(p.settleWait)
 		}
+		delete(p.unproven, q.endpoint) // a try ended, whichever way: failing says the rest
 		switch {
 		case up:
 			delete(p.failing, q.endpoint)

@@ -61,6 +61,7 @@ func TestPoolRoom(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(tc.workers, time.Minute)
 			p.setEndpoints(tc.endpoints)
+			clear(p.unproven) // each has ended a try
 			for _, ep := range tc.endpoints {
 				if !slices.Contains(tc.quiet, ep) {
 					p.seen[ep] = time.Now()
@@ -86,6 +87,7 @@ func TestPoolRoom(t *testing.T) {
 func TestPoolFreedWorkerGoesToTheFewestInFlight(t *testing.T) {
 	p := newPool(8, time.Minute)
 	p.setEndpoints([]string{"slow", "other", "fast"})
+	clear(p.unproven) // each has ended a try
 	p.byEndpoint = map[string]int{"slow": 3, "other": 1}
 	p.busy = 4
 	now := time.Now()
@@ -192,6 +194,7 @@ func TestPoolRecoveredEndpointStartsAllItHasRoomFor(t *testing.T) {
 func TestPoolKeepsNoWorkerForEndpointsWithNothingToSend(t *testing.T) {
 	p := newPool(8, time.Minute)
 	p.setEndpoints([]string{"a", "b", "c", "d", "e", "f"})
+	clear(p.unproven) // each has ended a try
 	var sends []chan struct{}
 	for range 4 {
 		sends = append(sends, held(t, p, "a", 1)[0], held(t, p, "b", 1)[0])
@@ -233,4 +236,35 @@ func TestAnsweredRefusalIsNoFailure(t *testing.T) {
 			t.Errorf("answered(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
+}
+
+// TestPoolNewEndpointSendsOneAtATimeUntilATrySucceeds: an endpoint new to
+// the pool (every endpoint at the start) has one send in flight until a
+// try of it succeeds, so one that hangs from its first send holds one
+// worker, and a healthy one beside it the rest (a tester's find: the hung
+// one took 7 of 8 until its first timeout); once a try succeeded it
+// takes its share, and so does an endpoint added by a reload later.
+func TestPoolNewEndpointSendsOneAtATimeUntilATrySucceeds(t *testing.T) {
+	p := newPool(8, time.Minute)
+	p.setEndpoints([]string{"hung", "good"})
+	hung := held(t, p, "hung", 3) // the first runs, the others wait
+	waitInFlight(t, p, "hung", 1, 2)
+	first := held(t, p, "good", 1)
+	waitInFlight(t, p, "good", 1, 0)
+	close(first[0]) // good proved itself
+	waitInFlight(t, p, "good", 0, 0)
+	good := held(t, p, "good", 7)
+	waitInFlight(t, p, "good", 7, 0) // every worker but the hung one's
+	for _, c := range good {
+		close(c)
+	}
+	p.setEndpoints([]string{"hung", "good", "added"})
+	added := held(t, p, "added", 2)
+	waitInFlight(t, p, "added", 1, 1)
+	close(hung[0]) // hung's first try ends well: its waiting sends start
+	waitInFlight(t, p, "hung", 2, 0)
+	for _, c := range append(hung[1:], added...) {
+		close(c)
+	}
+	p.wg.Wait()
 }
