@@ -450,40 +450,63 @@ func (h *Hub) renew(ctx context.Context, stale time.Duration) (failed bool) {
 	sts := unrenewed(h.leased(), stale)
 	// A room's leases together: a chunk spans few rooms.
 	slices.SortFunc(sts, func(a, b leased) int { return strings.Compare(a.holding().lease.Room, b.holding().lease.Room) })
-	var nfailed int
-	var lastErr error
-	for chunk := range slices.Chunk(sts, renewChunk) {
+	call := func(ctx context.Context, chunk []leased) ([]Lease, error) {
 		leases := make([]Lease, len(chunk))
-		byName := make(map[string]leased, len(chunk))
 		for i, st := range chunk {
 			leases[i] = st.holding().lease
-			byName[leases[i].Stream] = st
 		}
-		// A renewal that takes longer than the TTL comes too late anyway.
-		cctx, cancel := context.WithTimeout(ctx, h.cfg.PresenceTTL)
-		lost, err := h.cfg.Source.RenewStreams(cctx, leases)
+		return h.cfg.Source.RenewStreams(ctx, leases)
+	}
+	lost := func(st leased, l Lease) {
+		if h.open(st) {
+			h.record(ctx, st, l)
+		}
+	}
+	nfailed, err := renewChunks(ctx, h.cfg.PresenceTTL, sts, call, func(l Lease) string { return l.Stream }, lost)
+	if err != nil {
+		h.cfg.Log.Warn("sse: renewing presence", "leases", nfailed, "of", len(sts), "err", err)
+	}
+	return failed || err != nil
+}
+
+// renewChunks renews the leases of sts, one call per renewChunk of them,
+// each call bounded by the lease's ttl (a renewal that takes longer comes
+// too late anyway). A call that succeeds marks its streams renewed now;
+// one that fails ends those of its streams whose lease went a whole ttl
+// without a renewal (EndLapsed). lost is called with each lease a call
+// reports lost and the stream it names (by id). Returns how many leases
+// failed to renew and the last call's error.
+func renewChunks[L any](ctx context.Context, ttl time.Duration, sts []leased,
+	call func(context.Context, []leased) ([]L, error), id func(L) string, lost func(leased, L)) (nfailed int, lastErr error) {
+	for chunk := range slices.Chunk(sts, renewChunk) {
+		cctx, cancel := context.WithTimeout(ctx, ttl)
+		gone, err := call(cctx, chunk)
 		cancel()
 		now := time.Now()
 		for _, st := range chunk {
 			if err == nil {
 				st.holding().renewed.Store(now.UnixNano())
-			} else if now.Sub(time.Unix(0, st.holding().renewed.Load())) >= h.cfg.PresenceTTL {
+			} else if now.Sub(time.Unix(0, st.holding().renewed.Load())) >= ttl {
 				st.end(EndLapsed)
 			}
 		}
 		if err != nil {
 			nfailed, lastErr = nfailed+len(chunk), err
 		}
-		for _, l := range lost {
-			if st := byName[l.Stream]; st != nil && h.open(st) {
-				h.record(ctx, st, l)
+		if len(gone) == 0 {
+			continue
+		}
+		byID := make(map[string]leased, len(chunk))
+		for _, st := range chunk {
+			byID[st.holding().lease.Stream] = st
+		}
+		for _, l := range gone {
+			if st := byID[id(l)]; st != nil {
+				lost(st, l)
 			}
 		}
 	}
-	if lastErr != nil {
-		h.cfg.Log.Warn("sse: renewing presence", "leases", nfailed, "of", len(sts), "err", lastErr)
-	}
-	return failed || lastErr != nil
+	return nfailed, lastErr
 }
 
 // unrenewed returns the streams of sts whose lease was not renewed for

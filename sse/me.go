@@ -517,44 +517,32 @@ func (h *Hub) closeSession(st *meStream) {
 // catch-up ran; one whose lease went a whole TTL without a renewal ends
 // (see renew). Reports whether a renewal failed.
 func (h *Hub) renewSessions(ctx context.Context, sts []leased) (failed bool) {
-	for chunk := range slices.Chunk(sts, renewChunk) {
+	call := func(ctx context.Context, chunk []leased) ([]Session, error) {
 		ss := make([]Session, len(chunk))
-		byID := make(map[string]leased, len(chunk))
 		for i, st := range chunk {
 			l := st.holding().lease
 			ss[i] = Session{UserID: l.UserID, Platform: l.Platform, ID: l.Stream}
-			byID[l.Stream] = st
 		}
-		cctx, cancel := context.WithTimeout(ctx, h.cfg.PresenceTTL)
-		lost, err := h.cfg.Users.RenewSessions(cctx, ss)
-		cancel()
-		now := time.Now()
-		for _, st := range chunk {
-			if err == nil {
-				st.holding().renewed.Store(now.UnixNano())
-			} else if now.Sub(time.Unix(0, st.holding().renewed.Load())) >= h.cfg.PresenceTTL {
-				st.end(EndLapsed)
-			}
-		}
-		for _, s := range lost {
-			st, _ := byID[s.ID].(*meStream)
-			switch {
-			case st == nil:
-			case st.lost.CompareAndSwap(false, true):
-				// replaced, its session_replaced not received (a lost
-				// Pub/Sub message): its tombstone (or the log) has it,
-				// and the catch-up writes it and ends the stream
-				st.offer(meItem{catchUp: true})
-			default: // lost twice: lapsed (its catch-up not run yet)
-				st.end(EndLapsed)
-			}
-		}
-		if err != nil {
-			failed = true
-			h.cfg.Log.Warn("sse: renewing sessions", "sessions", len(chunk), "err", err)
+		return h.cfg.Users.RenewSessions(ctx, ss)
+	}
+	lost := func(st leased, _ Session) {
+		me, _ := st.(*meStream)
+		switch {
+		case me == nil:
+		case me.lost.CompareAndSwap(false, true):
+			// replaced, its session_replaced not received (a lost
+			// Pub/Sub message): its tombstone (or the log) has it,
+			// and the catch-up writes it and ends the stream
+			me.offer(meItem{catchUp: true})
+		default: // lost twice: lapsed (its catch-up not run yet)
+			me.end(EndLapsed)
 		}
 	}
-	return failed
+	nfailed, err := renewChunks(ctx, h.cfg.PresenceTTL, sts, call, func(s Session) string { return s.ID }, lost)
+	if err != nil {
+		h.cfg.Log.Warn("sse: renewing sessions", "sessions", nfailed, "of", len(sts), "err", err)
+	}
+	return err != nil
 }
 
 // meLeased returns the open personal streams.
