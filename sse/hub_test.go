@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,16 +89,16 @@ type frame struct {
 type client struct {
 	mu      sync.Mutex
 	frames  []frame
-	resumed []frame // the resumed events (no id), with the version of the room event each followed
-	raw     []byte  // everything sent
-	started bool
+	resumed []frame     // the resumed events (no id), with the version of the room event each followed
+	raw     []byte      // everything sent
+	started atomic.Bool // Start was called: the stream is subscribed to its events
 	blocked chan struct{}
 	got     chan struct{}
 }
 
 func newClient() *client { return &client{got: make(chan struct{}, 1)} }
 
-func (c *client) Start() { c.started = true }
+func (c *client) Start() { c.started.Store(true) }
 
 func (c *client) Send(b []byte) error {
 	if c.blocked != nil {

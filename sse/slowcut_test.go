@@ -111,6 +111,10 @@ func TestSlowStreamGivesItsLeaseBackAtTheCut(t *testing.T) {
 				cl.blocked = make(chan struct{}) // every write stuck, the opening's too
 				s := k.open(t, e, cl)
 				wait.Until(t, "the stream's lease held", s.held)
+				// the lease is taken before the stream subscribes to its
+				// events: a flood before that is not received (a loaded
+				// Cluster's lobby subscription took until after the flood)
+				wait.Until(t, "the stream started", cl.started.Load)
 				s.flood()
 				wait.Until(t, "the lease given back at the cut", func() bool { return !s.held() })
 				// over two renewals of the hub's (every capTTL/3), which
