@@ -160,10 +160,11 @@ type Queue interface {
 	// them): this completion must tell no one. So a completion racing
 	// another never tells a user of a match whose tickets go back to the
 	// queue, however the two interleave. A commit may wait for replicas
-	// of the mode's Redis master to have it (ErrCommitNotReplicated when
-	// they did not in time; ok false: held, tell no one yet): a failover
-	// then cannot lose a match whose users were told, and match their
-	// tickets again. Committing again to the same room changes nothing (a
+	// of the mode's Redis master to have it, and of the room's master to
+	// have the room (ErrCommitNotReplicated when they did not in time; ok
+	// false: held, tell no one yet): a failover then cannot lose a match
+	// whose users were told, and match their tickets again, nor the room
+	// they were told of. Committing again to the same room changes nothing (a
 	// repair's, and waits again).
 	Commit(ctx context.Context, m Match, roomID string) (bool, error)
 	// Assign records m's room on its tickets and ends m's pending record;

@@ -82,7 +82,7 @@ func newMatchmakingMetrics(reg prometheus.Registerer) *mmMetrics {
 			Help: "Passes of this instance's matcher cut by their work budget (the next pass goes on from the cut), by mode."},
 			[]string{"mode"}),
 		short: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_commits_not_replicated_total",
-			Help: "Commits of matches by this instance's matcher, and users' match_found notices of them, that fewer replicas of the mode's Redis master (a notice: the user's) acknowledged than REALSYNC_MATCH_COMMIT_REPLICAS within REALSYNC_MATCH_COMMIT_WAIT, by mode and outcome: held (a repair commits, or tells, again) or told (the replicas short for 10 s: told without them)."},
+			Help: "Commits of matches by this instance's matcher, and users' match_found notices of them, that fewer replicas of the mode's Redis master or of the match room's (a notice: the user's) acknowledged than REALSYNC_MATCH_COMMIT_REPLICAS within REALSYNC_MATCH_COMMIT_WAIT, by mode and outcome: held (a repair commits, or tells, again) or told (the replicas short for 10 s: told without them)."},
 			[]string{"mode", "outcome"}),
 	}
 	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended, m.cut, m.short)

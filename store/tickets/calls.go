@@ -113,6 +113,17 @@ func (c commitCall) KeysArgs() ([]string, []any) {
 	return []string{c.pending}, args
 }
 
+// syncedCall is match_synced.lua.
+type syncedCall struct {
+	key string
+	ttl time.Duration
+}
+
+func (syncedCall) Script() *redisx.Script { return syncedScript }
+func (c syncedCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.ttl.Milliseconds()}
+}
+
 // forgetCall is modes_forget.lua.
 type forgetCall struct {
 	key, mode string

@@ -407,6 +407,138 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	}
 }
 
+// A match's room lives on its own master, often not the mode's. Here the
+// room's master loses every write since its replication was cut: the room
+// made for a match, and its seats. The commit waits for that master's
+// replica too, so no user is told of the room before it is replicated:
+// the match is held, and once the master died and its replica took over,
+// a repair makes the room again (its id derived from the match) and
+// tells each user of it once; the room they are told of exists. Without
+// the wait (a chaos tester's find) the users were told at once of a room
+// the failover then lost, and no repair made it again: the match stood.
+// In sync, such a match waits for each of the two masters' replicas once.
+func TestMatchRoomLostInAFailoverIsMadeAgain(t *testing.T) {
+	c := startReplicatedCluster(t)
+	ctx := t.Context()
+	modes := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}
+	rs := mustRules(t, "modes:\n  "+strings.Join(modes, ": {}\n  ")+": {}\n")
+	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{}, rs)
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
+	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+	short := newShortCommits()
+	cfg := e.cfg
+	cfg.Observer = short
+	matcher := func(holder string) *matchmaking.Matcher {
+		return matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: holder,
+			LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
+	}
+	ids := map[string]string{} // user → ticket
+	queue := func(mode string, users ...string) {
+		t.Helper()
+		for _, u := range users {
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[u] = tk.ID
+		}
+	}
+	roomOf := func(uid string) string {
+		tk, err := e.svc.Get(ctx, player(uid), ids[uid])
+		if err != nil || tk.Status != matchmaking.Matched {
+			return ""
+		}
+		return tk.RoomID
+	}
+	told := func(uid string) []string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var rooms []string
+		for _, f := range rec.got[uid] {
+			rooms = append(rooms, f.RoomID)
+		}
+		return rooms
+	}
+	a := matcher("a")
+
+	// in sync: a mode whose rooms are on another master than its queue
+	var mode, room string
+	var modeMaster, roomMaster, roomReplica *redistest.Server
+	for _, m := range modes {
+		u1, u2 := "sync-"+m+"-1", "sync-"+m+"-2"
+		queue(m, u1, u2)
+		a.Round(ctx)
+		if room = roomOf(u1); room == "" || roomOf(u2) != room {
+			t.Fatalf("in sync, %s: %s and %s not matched into one room (%q, %q)", m, u1, u2, room, roomOf(u2))
+		}
+		var err error
+		if modeMaster, _, err = c.ReplicatedShard(ctx, e.tickets.PendingKey(m), 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if roomMaster, roomReplica, err = c.ReplicatedShard(ctx, e.rooms.RoomKeys(room)[0], 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if roomMaster.Addr != modeMaster.Addr {
+			mode = m
+			break
+		}
+	}
+	if mode == "" {
+		t.Fatalf("every mode of %v has its rooms on its queue's master", modes)
+	}
+	redistest.ResetStats(t, modeMaster, roomMaster)
+	queue(mode, "sync-1", "sync-2")
+	a.Round(ctx)
+	if roomOf("sync-1") == "" || len(told("sync-1")) != 1 || short.of(mode) != 0 {
+		t.Fatalf("in sync: matched into %q, told %v, %d commits short; want a room, told once and none short",
+			roomOf("sync-1"), told("sync-1"), short.of(mode))
+	}
+	if n, m := roomMaster.CallsOf(t, "wait"), modeMaster.CallsOf(t, "wait"); n != 1 || m < 1 {
+		t.Fatalf("in sync: the room's master ran WAIT %d times and the mode's %d, want 1 and at least 1", n, m)
+	}
+
+	// the room's master cut off from its replica: the match is held, no
+	// one told
+	if err := c.WaitReplicated(roomMaster, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
+	queue(mode, "lost-1", "lost-2")
+	if err := redistest.CutReplication(ctx, roomMaster); err != nil {
+		t.Fatal(err)
+	}
+	a.Round(ctx)
+	time.Sleep(150 * time.Millisecond) // past RepairAfter: the repair holds it again
+	a.Round(ctx)
+	if len(told("lost-1")) != 0 || len(told("lost-2")) != 0 || short.of(mode) < 2 {
+		t.Fatalf("the room's master cut off: told %v and %v, %d commits short; want none told, held twice",
+			told("lost-1"), told("lost-2"), short.of(mode))
+	}
+
+	// the room's master dies; on its replica, a repair makes the room
+	// again and tells each user of it once
+	roomMaster.Kill()
+	if _, err := redistest.WaitMaster(roomReplica, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	roundsUntil(t, matcher("b"), rec, "the match not made again", func() bool {
+		return roomOf("lost-1") != "" && roomOf("lost-2") != ""
+	})
+	room = roomOf("lost-1")
+	for _, u := range []string{"lost-1", "lost-2"} {
+		if got := told(u); len(got) != 1 || got[0] != room || roomOf(u) != room {
+			t.Errorf("%s: told of %v, its ticket's room %s; want told once of %s", u, got, roomOf(u), room)
+		}
+	}
+	r, _, err := e.rooms.Get(ctx, room, false)
+	if err != nil {
+		t.Fatalf("the room told of, %s: %v", room, err)
+	}
+	if r.PlayerCount+r.ReservedSeats != 2 {
+		t.Errorf("the room made again has %d players and %d seats held, want 2 in all", r.PlayerCount, r.ReservedSeats)
+	}
+}
+
 // A mode is listed in its queue's slot, by the script that queues each
 // of its tickets, so a failover keeps a ticket and its mode's listing or
 // loses the two together. The modes were listed in one key, on one

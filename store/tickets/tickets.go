@@ -49,6 +49,7 @@ import (
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
 	"github.com/redis/go-redis/v9"
@@ -74,6 +75,8 @@ var (
 	requeueLua string
 	//go:embed lua/modes_forget.lua
 	forgetLua string
+	//go:embed lua/match_synced.lua
+	syncedLua string
 
 	userScript    = redisx.Plain("ticket_user", userLua)
 	createScript  = redisx.Plain("ticket_create", createLua)
@@ -84,6 +87,7 @@ var (
 	leaseScript   = redisx.Plain("matcher_lease", leaseLua)
 	requeueScript = redisx.Plain("ticket_requeue", requeueLua)
 	forgetScript  = redisx.Plain("modes_forget", forgetLua)
+	syncedScript  = redisx.Plain("match_synced", syncedLua)
 )
 
 // Store keeps tickets on b's Redis, in b's key layout; match_found goes
@@ -290,6 +294,7 @@ func (s *Store) backfill(mode string) string    { return s.b.Tag(s.modeShard(mod
 func (s *Store) modes(shard int) string         { return s.b.Tag(shard) + ":mm:modes" }
 func (s *Store) userKey(uid string) string      { return s.b.Tag(s.b.UserShard(uid)) + ":mm:u:" + uid }
 func (s *Store) modeTickets(mode string) string { return s.tickets(s.modeShard(mode)) }
+func (s *Store) synced(shard int) string        { return s.b.Tag(shard) + ":mm:synced" }
 
 // status reads a script's reply: its status and the rest.
 func status(res any, err error) (string, []any, error) {
@@ -539,14 +544,63 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 // the replicas Durability asks for (durably): short of them, it holds
 // the match (false, ErrCommitNotReplicated), but for a master whose
 // writes have been short for Durability.Hold (true, and the error).
+//
+// First, the room's master: when it is not the mode's, Commit waits alike
+// for its replicas to have every write it took so far, the room's and its
+// seats' among them (roomReplicated), and holds the match short of them:
+// else a failover of that master could lose the room of a match its users
+// were told of, and no repair would make it again (a chaos tester's
+// find: 14 matches' rooms lost with a master whose replication was cut).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
+	notReplicated := func(err error) error { return fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err) }
+	var roomShort error
+	if anyway, err := s.roomReplicated(ctx, m.Mode, roomID); err != nil {
+		if lack := (*redisx.ShortOfReplicasError)(nil); !errors.As(err, &lack) {
+			return false, redisx.Wrap(err)
+		} else if !anyway {
+			return false, notReplicated(err)
+		}
+		roomShort = notReplicated(err)
+	}
 	res, anyway, err := s.durably(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID, ids: ticketIDs(m)},
 		func(res any) bool { st, _, _ := status(res, nil); return st == "OK" })
 	if lack := (*redisx.ShortOfReplicasError)(nil); errors.As(err, &lack) {
-		return anyway, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+		return anyway, notReplicated(err)
 	}
 	st, _, err := status(res, err)
+	if err == nil && st == "OK" && roomShort != nil {
+		return true, roomShort // told all the same: the room's master short for too long
+	}
 	return st == "OK", err
+}
+
+// syncedTTL is how long a shard's sync key (roomReplicated) outlives its
+// last write: a write to wait on, not a record.
+const syncedTTL = 10 * time.Second
+
+// roomReplicated waits, as a commit does (durably), for the replicas of
+// the master of room roomID's slot to have every write that master took
+// so far: it writes the shard's sync key (match_synced.lua) and waits for
+// that write. Nothing is written nor waited for when no commit waits
+// (Durability, a client other than a Cluster's), when the layout lists no
+// replica of that master, or when that master is the mode's: the commit's
+// own wait covers its earlier writes. Short of the replicas it
+// is a *redisx.ShortOfReplicasError, anyway true once that master's
+// writes have been short for Hold.
+func (s *Store) roomReplicated(ctx context.Context, mode, roomID string) (anyway bool, err error) {
+	shard, ok := layout.RoomShard(roomID, s.b.Shards)
+	if !ok || s.commit.Replicas <= 0 || s.b.Replicas == nil {
+		return false, nil
+	}
+	key := s.synced(shard)
+	if s.b.Replicas(layout.Slot(key)) == 0 {
+		return false, nil // none to wait for: RunReplicated would only write
+	}
+	if addr := s.b.MasterAddr(ctx, key); addr != "" && addr == s.b.MasterAddr(ctx, s.pending(mode)) {
+		return false, nil
+	}
+	_, anyway, err = s.durably(ctx, syncedCall{key: key, ttl: syncedTTL}, func(any) bool { return true })
+	return anyway, err
 }
 
 // durably runs call on the master of its first key's slot, then waits
