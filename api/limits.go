@@ -137,7 +137,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			s.tooLarge(w, r, limit)
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.closeAfter(w)
+			s.closeAfter(w, 0) // its body not all there within the timeout: not waited for again
 			s.writeError(w, r, fmt.Errorf("the request body did not arrive within %s of its headers: %w", s.requestTimeout, errRequestTimeout))
 			return
 		}
@@ -147,22 +147,25 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
-	s.closeAfter(w)
+	s.closeAfter(w, s.requestTimeout)
 	s.writeError(w, r, fmt.Errorf("request body over %d bytes: %w", limit, rooms.ErrTooLarge))
 }
 
 // closeAfter makes the connection of a request whose body is not read
-// whole close once its answer is written, within the request timeout:
-// "Connection: close", and a read deadline. net/http reads what is left
-// of a declared body (up to 256 KiB) before it closes a connection, so
-// that a client still sending it reads the answer rather than a reset;
-// with no deadline it waited for a client that sends nothing for good:
-// each such connection held its descriptor and a goroutine, past the idle
-// timeout and the shutdown's (an abuse tester's 3 000 of them, 56 MB; 400
-// took an instance's last descriptors). TestUnreadBodyClosesTheConnection.
-func (s *Server) closeAfter(w http.ResponseWriter) {
+// whole close once its answer is written, within wait: "Connection:
+// close", and a read deadline. net/http reads what is left of a declared
+// body (up to 256 KiB) before it answers and closes a connection, so that
+// a client still sending it reads the answer rather than a reset; with no
+// deadline it waited for a client that sends nothing for good: each such
+// connection held its descriptor and a goroutine, past the idle timeout
+// and the shutdown's (an abuse tester's 3 000 of them, 56 MB; 400 took an
+// instance's last descriptors). TestUnreadBodyClosesTheConnection. A body
+// that did not arrive within the request timeout is waited for no more
+// (wait 0): its connection was held a whole timeout past its 408
+// (TestBodyDeadline).
+func (s *Server) closeAfter(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Connection", "close")
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.requestTimeout)) //nolint:errcheck // HTTP/2: its stream is reset instead
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(wait)) //nolint:errcheck // HTTP/2: its stream is reset instead
 }
 
 // routePattern is the pattern of the route r will reach ("" for none).

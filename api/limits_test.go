@@ -154,14 +154,27 @@ func TestBodyDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	sent := time.Now()
 	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounded wait for the outcome
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("no answer to a withheld body: %v", err)
 	}
 	if res.StatusCode != 408 || !res.Close {
 		t.Fatalf("withheld body: %d, connection closed %v", res.StatusCode, res.Close)
+	}
+	// not a bound on speed: the connection was held a whole timeout more
+	// after the 408, waiting for the rest of a body that had not come in
+	// time (a tester read the close 20 s after the headers, with a 10 s
+	// timeout)
+	io.Copy(io.Discard, res.Body)
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the 408 the connection is still open: read %d, %v (want EOF)", n, err)
+	}
+	if d := time.Since(sent); d >= 2*timeout {
+		t.Fatalf("the connection closed %s after the headers, twice the request timeout %s or more", d.Round(time.Millisecond), timeout)
 	}
 
 	alice, _ := e.guest("alice")

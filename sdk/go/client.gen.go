@@ -2816,7 +2816,8 @@ type ClientInterface interface {
 	// same create sent again under the key answers the room its first run
 	// made (201, as it is now) while the caller is in it, even when that
 	// run's answer was lost (a 503, or its server died), instead of making
-	// a second; another body under the key is another room.
+	// a second; another body under the key is 422
+	// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2834,7 +2835,8 @@ type ClientInterface interface {
 	// same create sent again under the key answers the room its first run
 	// made (201, as it is now) while the caller is in it, even when that
 	// run's answer was lost (a 503, or its server died), instead of making
-	// a second; another body under the key is another room.
+	// a second; another body under the key is 422
+	// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4843,7 +4845,8 @@ func (c *APIClient) ListRooms(ctx context.Context, params *ListRoomsParams, reqE
 // same create sent again under the key answers the room its first run
 // made (201, as it is now) while the caller is in it, even when that
 // run's answer was lost (a 503, or its server died), instead of making
-// a second; another body under the key is another room.
+// a second; another body under the key is 422
+// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4871,7 +4874,8 @@ func (c *APIClient) CreateRoomWithBody(ctx context.Context, params *CreateRoomPa
 // same create sent again under the key answers the room its first run
 // made (201, as it is now) while the caller is in it, even when that
 // run's answer was lost (a 503, or its server died), instead of making
-// a second; another body under the key is another room.
+// a second; another body under the key is 422
+// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8957,7 +8961,8 @@ type ClientWithResponsesInterface interface {
 	// same create sent again under the key answers the room its first run
 	// made (201, as it is now) while the caller is in it, even when that
 	// run's answer was lost (a 503, or its server died), instead of making
-	// a second; another body under the key is another room.
+	// a second; another body under the key is 422
+	// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8975,7 +8980,8 @@ type ClientWithResponsesInterface interface {
 	// same create sent again under the key answers the room its first run
 	// made (201, as it is now) while the caller is in it, even when that
 	// run's answer was lost (a 503, or its server died), instead of making
-	// a second; another body under the key is another room.
+	// a second; another body under the key is 422
+	// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15992,7 +15998,8 @@ func (c *ClientWithResponses) ListRoomsWithResponse(ctx context.Context, params 
 // same create sent again under the key answers the room its first run
 // made (201, as it is now) while the caller is in it, even when that
 // run's answer was lost (a 503, or its server died), instead of making
-// a second; another body under the key is another room.
+// a second; another body under the key is 422
+// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16016,7 +16023,8 @@ func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context
 // same create sent again under the key answers the room its first run
 // made (201, as it is now) while the caller is in it, even when that
 // run's answer was lost (a 503, or its server died), instead of making
-// a second; another body under the key is another room.
+// a second; another body under the key is 422
+// `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

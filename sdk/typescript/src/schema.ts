@@ -116,7 +116,8 @@ export interface paths {
          *     same create sent again under the key answers the room its first run
          *     made (201, as it is now) while the caller is in it, even when that
          *     run's answer was lost (a 503, or its server died), instead of making
-         *     a second; another body under the key is another room.
+         *     a second; another body under the key is 422
+         *     `IDEMPOTENCY_KEY_REUSED` while the key holds that run's answer.
          */
         post: operations["createRoom"];
         delete?: never;
