@@ -63,12 +63,18 @@ func LoadAPIKeys(path string, log *slog.Logger, m APIKeysMetrics) (*APIKeys, err
 // request on. It reports whether the keys changed. A file that cannot be
 // read or parsed leaves the keys in force as they were and is an error.
 func (k *APIKeys) Reload() (bool, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	data, err := configfile.Read(k.path)
 	if err != nil {
 		return false, fmt.Errorf("API keys file: %w", err)
 	}
+	return k.install(data)
+}
+
+// install puts the keys of data in force when they differ from those in
+// force (reporting whether they did), or refuses data.
+func (k *APIKeys) install(data []byte) (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	sum := sha256.Sum256(data)
 	if k.set.Load() != nil && sum == k.sum {
 		return false, nil
@@ -84,34 +90,21 @@ func (k *APIKeys) Reload() (bool, error) {
 	return true, nil
 }
 
-// Watch reloads the file every interval until ctx ends. A failed reload
-// is logged and counted once for as long as it fails the same way; the keys
-// in force stay until a good file replaces them.
+// Watch reloads the file every interval until ctx ends
+// (configfile.Watch). A failed reload is logged and counted once for as
+// long as it fails the same way; the keys in force stay until a good file
+// replaces them.
 func (k *APIKeys) Watch(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var lastErr string
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		changed, err := k.Reload()
-		switch {
-		case err != nil:
-			if err.Error() != lastErr { // once per bad content, not every poll
-				k.metrics.APIKeysReloadFailed()
-				k.log.Error("API keys file not reloaded; the keys in force stay", "err", err)
-			}
-			lastErr = err.Error()
-		case changed:
-			lastErr = ""
+	configfile.Watch(ctx, k.path, interval, nil, func(data []byte) error {
+		changed, err := k.install(data)
+		if changed {
 			k.log.Info("API keys reloaded", "keys", len(*k.set.Load()))
-		default:
-			lastErr = ""
 		}
-	}
+		return err
+	}, func(err error) {
+		k.metrics.APIKeysReloadFailed()
+		k.log.Error("API keys file not reloaded; the keys in force stay", "err", err)
+	})
 }
 
 // revoked returns a channel that fires, with when it found the key gone,

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -27,8 +26,7 @@ type KeysFile struct {
 	// replaced, false when the file was refused (realsync_jwt_keys_reloads_total).
 	Reloaded func(ok bool)
 
-	last    []byte // the content last read
-	missing bool   // the file could not be read at the last check
+	last []byte // the content last read (Load)
 }
 
 // Load reads the file and installs its keys; an error leaves the keys as
@@ -37,18 +35,20 @@ type KeysFile struct {
 func (f *KeysFile) Load() error {
 	data, err := configfile.Read(f.Path)
 	if err != nil {
-		f.missing = true
 		return f.loaded(fmt.Errorf("%w: %v", errKeys, err))
 	}
-	// Remember what was read even when it is refused, so a bad file is
-	// reported once, not at every check.
-	f.last, f.missing = data, false
+	f.last = data
+	return f.loaded(f.install(data))
+}
+
+// install puts the keys of JWKS data in force, or refuses data.
+func (f *KeysFile) install(data []byte) error {
 	keys, err := ParseJWKS(data)
 	if err != nil {
-		return f.loaded(err)
+		return err
 	}
 	f.Auth.SetKeys(keys)
-	return f.loaded(nil)
+	return nil
 }
 
 func (f *KeysFile) loaded(err error) error {
@@ -59,11 +59,10 @@ func (f *KeysFile) loaded(err error) error {
 }
 
 // Watch reads the file every Interval until ctx ends and reloads it when
-// its content changed (whether it was written in place or renamed over,
-// the way configuration managers and Kubernetes update files; a JWKS file
-// is a few KiB). A file that is refused (unreadable, not JSON, a key
-// against the rules of ParseJWKS) keeps the keys in use and logs one
-// error; fixing the file loads it. Call Load first.
+// its content changed (configfile.Watch; a JWKS file is a few KiB). A
+// file that is refused (unreadable, not JSON, a key against the rules of
+// ParseJWKS) keeps the keys in use and logs one error; fixing the file
+// loads it. Call Load first.
 func (f *KeysFile) Watch(ctx context.Context) {
 	d := f.Interval
 	if d <= 0 {
@@ -73,22 +72,15 @@ func (f *KeysFile) Watch(ctx context.Context) {
 	if log == nil {
 		log = slog.Default()
 	}
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	configfile.Watch(ctx, f.Path, d, f.last, func(data []byte) error {
+		if err := f.install(data); err != nil {
+			return err
 		}
-		data, err := configfile.Read(f.Path)
-		if err != nil && f.missing || err == nil && !f.missing && bytes.Equal(data, f.last) {
-			continue // still missing (already reported), or unchanged
-		}
-		if err := f.Load(); err != nil {
-			log.Error("JWT keys file refused; the keys loaded before stay in use", "path", f.Path, "err", err)
-			continue
-		}
+		f.loaded(nil)
 		log.Info("JWT keys reloaded", "path", f.Path, "keys", len(f.Auth.Keys()))
-	}
+		return nil
+	}, func(err error) {
+		f.loaded(err) //nolint:errcheck // counted, and logged here
+		log.Error("JWT keys file refused; the keys loaded before stay in use", "path", f.Path, "err", err)
+	})
 }

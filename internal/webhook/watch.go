@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"crypto/sha256"
 	"log/slog"
 	"reflect"
 	"time"
@@ -15,14 +14,15 @@ import (
 const Reload = 5 * time.Second
 
 // Watch reads the endpoints file at path every interval until ctx ends
-// and, when it holds endpoints other than those in force (current at
-// first), calls apply with them. A file that cannot be read or is refused
-// by Parse is logged once for as long as it stays so, and the endpoints in
-// force stay. Each read of changed content is told to loaded (ok, or
-// not: refused), when set; so is a return to the content in force after a
-// refused one (ok), after which the same refused content is logged and
-// told again (a tester's find: it was neither). Webhooks cannot be turned on or off this way:
-// the outbox is written only by an instance started with a file.
+// (configfile.Watch) and, when it holds endpoints other than those in
+// force (current at first), calls apply with them. A file that cannot be
+// read or is refused by Parse is logged once for as long as it stays so,
+// and the endpoints in force stay. Each read of changed content is told
+// to loaded (ok, or not: refused), when set; so is a return to the
+// content in force after a refused one (ok), after which the same refused
+// content is logged and told again (a tester's find: it was neither).
+// Webhooks cannot be turned on or off this way: the outbox is written
+// only by an instance started with a file.
 func Watch(ctx context.Context, path string, interval time.Duration, current []Endpoint, apply func([]Endpoint),
 	loaded func(ok bool), log *slog.Logger) {
 	told := func(ok bool) {
@@ -30,42 +30,14 @@ func Watch(ctx context.Context, path string, interval time.Duration, current []E
 			loaded(ok)
 		}
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var sum [sha256.Size]byte
-	var lastErr string
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		raw, err := configfile.Read(path)
-		if err == nil && sha256.Sum256(raw) == sum {
-			if lastErr != "" { // back to the content in force after a refused one: a good read
-				lastErr = ""
-				told(true)
-			}
-			continue
-		}
-		var eps []Endpoint
-		if err == nil {
-			if eps, err = Parse(raw); err != nil {
-				err = &fileError{path, err}
-			}
-		}
+	configfile.Watch(ctx, path, interval, nil, func(raw []byte) error {
+		eps, err := Parse(raw)
 		if err != nil {
-			if err.Error() != lastErr { // once per bad content, not every poll
-				log.Error("webhooks file not reloaded; the endpoints in force stay", "err", err)
-				told(false)
-			}
-			lastErr = err.Error()
-			continue
+			return &fileError{path, err}
 		}
-		lastErr, sum = "", sha256.Sum256(raw)
 		told(true)
 		if reflect.DeepEqual(eps, current) {
-			continue
+			return nil
 		}
 		apply(eps)
 		current = eps
@@ -74,7 +46,11 @@ func Watch(ctx context.Context, path string, interval time.Duration, current []E
 			ids[i] = ep.ID
 		}
 		log.Info("webhooks file reloaded", "endpoints", ids)
-	}
+		return nil
+	}, func(err error) {
+		log.Error("webhooks file not reloaded; the endpoints in force stay", "err", err)
+		told(false)
+	})
 }
 
 type fileError struct {
