@@ -61,6 +61,46 @@ func startReplicatedCluster(t *testing.T) *redistest.Cluster {
 	return c
 }
 
+// rig is a failover test's matchmaking on a Cluster of its own: its
+// commits wait for one replica for 2 s (long enough for a loaded machine
+// while in sync, short once replication is cut) and are held an hour;
+// rec records who was told of what, short counts the commits short of
+// their replicas.
+type rig struct {
+	env
+	rec   *recorder
+	short *shortCommits
+	ids   map[string]string // user → ticket (queue)
+}
+
+func newRig(t *testing.T, c *redistest.Cluster, rs matchmaking.RuleSet, sc store.Config) *rig {
+	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, sc, rs)
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
+	r := &rig{env: e, rec: &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}},
+		short: newShortCommits(), ids: map[string]string{}}
+	r.cfg.Observer = r.short
+	return r
+}
+
+// matcher is a matcher of r's held by holder: 2 s leases, repairs after
+// 100 ms.
+func (r *rig) matcher(holder string) *matchmaking.Matcher {
+	return matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: r.cfg, Rooms: r.rooms, Notifier: r.rec, Holder: holder,
+		LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
+}
+
+// queue queues a ticket of mode in region eu for each of users.
+func (r *rig) queue(t *testing.T, mode string, users ...string) {
+	t.Helper()
+	for _, u := range users {
+		tk, err := r.svc.Create(t.Context(), player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ids[u] = tk.ID
+	}
+}
+
 // roundsUntil runs m's rounds, 5 s each at most and 100 ms apart, until
 // done, which it asks first; past 30 s the test fails with what (after
 // the promotion) and who rec says was told.
@@ -134,28 +174,9 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	ctx := t.Context()
 	rs := mustRules(t, "modes:\n  duel: {}\n")
 	scripts := &scriptRuns{n: map[string]int{}}
-	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{Metrics: scripts}, rs)
-	// a wait long enough for a loaded machine while in sync, short once cut
-	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
-	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-	short := newShortCommits()
-	cfg := e.cfg
-	cfg.Observer = short
-	matcher := func(holder string) *matchmaking.Matcher {
-		return matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: holder,
-			LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
-	}
-	ids := map[string]string{} // user → ticket
-	queueIn := func(mode string, users ...string) {
-		t.Helper()
-		for _, u := range users {
-			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[u] = tk.ID
-		}
-	}
+	r := newRig(t, c, rs, store.Config{Metrics: scripts})
+	e, rec, short, ids, matcher := r.env, r.rec, r.short, r.ids, r.matcher
+	queueIn := func(mode string, users ...string) { t.Helper(); r.queue(t, mode, users...) }
 	queue := func(users ...string) { t.Helper(); queueIn("duel", users...) }
 	// assigned: the user's ticket is matched and records its room (its
 	// match complete), as the master now serving it says
@@ -422,27 +443,9 @@ func TestMatchRoomLostInAFailoverIsMadeAgain(t *testing.T) {
 	ctx := t.Context()
 	modes := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}
 	rs := mustRules(t, "modes:\n  "+strings.Join(modes, ": {}\n  ")+": {}\n")
-	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{}, rs)
-	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
-	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-	short := newShortCommits()
-	cfg := e.cfg
-	cfg.Observer = short
-	matcher := func(holder string) *matchmaking.Matcher {
-		return matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: holder,
-			LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
-	}
-	ids := map[string]string{} // user → ticket
-	queue := func(mode string, users ...string) {
-		t.Helper()
-		for _, u := range users {
-			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[u] = tk.ID
-		}
-	}
+	r := newRig(t, c, rs, store.Config{})
+	e, rec, short, ids, matcher := r.env, r.rec, r.short, r.ids, r.matcher
+	queue := func(mode string, users ...string) { t.Helper(); r.queue(t, mode, users...) }
 	roomOf := func(uid string) string {
 		tk, err := e.svc.Get(ctx, player(uid), ids[uid])
 		if err != nil || tk.Status != matchmaking.Matched {
@@ -530,12 +533,12 @@ func TestMatchRoomLostInAFailoverIsMadeAgain(t *testing.T) {
 			t.Errorf("%s: told of %v, its ticket's room %s; want told once of %s", u, got, roomOf(u), room)
 		}
 	}
-	r, _, err := e.rooms.Get(ctx, room, false)
+	made, _, err := e.rooms.Get(ctx, room, false)
 	if err != nil {
 		t.Fatalf("the room told of, %s: %v", room, err)
 	}
-	if r.PlayerCount+r.ReservedSeats != 2 {
-		t.Errorf("the room made again has %d players and %d seats held, want 2 in all", r.PlayerCount, r.ReservedSeats)
+	if made.PlayerCount+made.ReservedSeats != 2 {
+		t.Errorf("the room made again has %d players and %d seats held, want 2 in all", made.PlayerCount, made.ReservedSeats)
 	}
 }
 
@@ -757,15 +760,11 @@ func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 	// a log of one event past the resume margin: a send to a full one
 	// drops its oldest entry, counted (realsync_offline_dropped_total)
 	var dropped atomic.Int64
-	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{Offline: userlog.Config{
-		MaxLen: userlog.ResumeMargin + 1, Dropped: func(n int) { dropped.Add(int64(n)) }}}, mustRules(t, "modes:\n  duel: {}\n"))
+	rg := newRig(t, c, mustRules(t, "modes:\n  duel: {}\n"), store.Config{Offline: userlog.Config{
+		MaxLen: userlog.ResumeMargin + 1, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+	e, rec, short, ids := rg.env, rg.rec, rg.short, rg.ids
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
-	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-	short := newShortCommits()
-	cfg := e.cfg
-	cfg.Observer = short
-	a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: "a",
-		LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
+	a := rg.matcher("a")
 	modeMaster, _, err := c.ReplicatedShard(ctx, e.tickets.PendingKey("duel"), 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -784,17 +783,7 @@ func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 			master, replica, users = m, r, append(users, u)
 		}
 	}
-	ids := map[string]string{}
-	queue := func(users ...string) {
-		t.Helper()
-		for _, u := range users {
-			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[u] = tk.ID
-		}
-	}
+	queue := func(users ...string) { t.Helper(); rg.queue(t, "duel", users...) }
 	assigned := func(uid string) bool {
 		tk, err := e.svc.Get(ctx, player(uid), ids[uid])
 		return err == nil && tk.Status == matchmaking.Matched && tk.RoomID != ""
