@@ -663,11 +663,13 @@ var Emitter = class {
     set.add(fn);
     return () => set.delete(fn);
   }
-  /** emit calls every listener of type; one that throws is reported to thrown. */
+  /** emit calls every listener of type; one that throws, or whose promise
+   * (an async listener's) rejects, is reported to thrown. */
   emit(type, e) {
     for (const fn of [...this.listeners.get(type) ?? []]) {
       try {
-        fn(e);
+        const r = fn(e);
+        if (r instanceof Promise) r.catch((err) => this.thrown(type, err));
       } catch (err) {
         this.thrown(type, err);
       }
@@ -935,7 +937,7 @@ var LiveStream = class extends Emitter {
     if (gen !== this.gen || this.closed) return;
     if (!renewed) {
       const left = expiresAt - (Date.now() + this.client.clockSkew());
-      if (left >= expiringFloorMs && cause !== void 0 && transient(asError(cause))) {
+      if (left >= expiringFloorMs && cause instanceof RealSyncError && transient(cause)) {
         this.lastExpiring = "";
         this.fail(asError(cause));
         return;
@@ -944,13 +946,14 @@ var LiveStream = class extends Emitter {
         void this.connect();
         return;
       }
-      if (cause) this.signal("error", asError(cause));
+      if (cause instanceof RealSyncError) this.signal("error", cause);
+      const detail = cause !== void 0 && !(cause instanceof RealSyncError) ? `the identity token expires at ${data.expiresAt} and its renewal failed: ${cause instanceof Error ? cause.message : String(cause)}` : provider ? `the identity token expires at ${data.expiresAt} and getToken still returns it: return a new token at least a minute before the old one expires` : `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`;
       this.end("error", new RealSyncError(401, {
         type: "about:blank",
         title: "Unauthenticated",
         status: 401,
         code: "UNAUTHENTICATED",
-        detail: provider ? `the identity token expires at ${data.expiresAt} and getToken still returns it: return a new token at least a minute before the old one expires` : `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`
+        detail
       }, cause));
       return;
     }
@@ -991,11 +994,9 @@ var LiveStream = class extends Emitter {
     if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 3e4)) this.failures = 0;
     this.failures++;
     const cap = backoffMaxMs(this.opts.backoff);
-    this.retry(err, Math.max(
-      Math.min(err.retryAfterMs ?? 0, cap),
-      Math.min(this.retryFloor, cap),
-      backoffDelay(this.failures, this.opts.backoff)
-    ));
+    const floor = Math.max(Math.min(err.retryAfterMs ?? 0, cap), Math.min(this.retryFloor, cap));
+    const jitter = backoffDelay(this.failures, this.opts.backoff);
+    this.retry(err, floor > 0 ? Math.min(floor + jitter, Math.max(floor, cap)) : jitter);
   }
   retry(err, delayMs) {
     delayMs = Math.min(delayMs, maxTimeoutMs);
@@ -1310,6 +1311,9 @@ var RealSync = class {
     // the token issuer's clock minus this device's (see learnClock)
     __publicField(this, "players", /* @__PURE__ */ new Map());
     __publicField(this, "refused");
+    __publicField(this, "renewDelayMs", 0);
+    // the backoff after the last failed renewal (freshToken)
+    __publicField(this, "renewRetryAt", 0);
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
@@ -1387,9 +1391,18 @@ var RealSync = class {
     const now = Date.now() + this.clockSkewMs;
     const due = exp - now < (this.opts.refreshMarginMs ?? 12e4) || before !== void 0 && exp <= before;
     if (!due || this.token === this.unrenewable && !this.opts.refreshToken) return;
-    this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
+    if (before === void 0 && exp > now && Date.now() < this.renewRetryAt) return;
+    this.renewing ?? (this.renewing = this.renew().then(() => {
+      this.renewDelayMs = 0;
+      this.renewRetryAt = 0;
+    }, (e) => {
+      this.renewDelayMs = Math.min(Math.max(1e3, this.renewDelayMs * 2), 3e4);
+      this.renewRetryAt = Date.now() + this.renewDelayMs;
+      throw e;
+    }).finally(() => this.renewing = void 0));
     await this.renewing;
   }
+  // no renewal within the margin before then (ms since the epoch)
   /** hasTokenProvider says whether the identity token comes from getToken. */
   hasTokenProvider() {
     return this.opts.getToken !== void 0;

@@ -222,9 +222,24 @@ export class RealSync {
     const now = Date.now() + this.clockSkewMs;
     const due = exp - now < (this.opts.refreshMarginMs ?? 120000) || (before !== undefined && exp <= before);
     if (!due || (this.token === this.unrenewable && !this.opts.refreshToken)) return;
-    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
+    // After a failed renewal, a token that still serves is not renewed again
+    // before a backoff (1 s, doubling to 30 s) ends, but for a stream's
+    // token_expiring: each REST call within the margin asked a failing
+    // login again (a tester's 51 calls for 50 requests).
+    if (before === undefined && exp > now && Date.now() < this.renewRetryAt) return;
+    this.renewing ??= this.renew().then(() => {
+      this.renewDelayMs = 0;
+      this.renewRetryAt = 0;
+    }, (e: unknown) => {
+      this.renewDelayMs = Math.min(Math.max(1000, this.renewDelayMs * 2), 30000);
+      this.renewRetryAt = Date.now() + this.renewDelayMs;
+      throw e;
+    }).finally(() => (this.renewing = undefined));
     await this.renewing;
   }
+
+  private renewDelayMs = 0; // the backoff after the last failed renewal (freshToken)
+  private renewRetryAt = 0; // no renewal within the margin before then (ms since the epoch)
 
   /** hasTokenProvider says whether the identity token comes from getToken. */
   hasTokenProvider(): boolean {

@@ -161,11 +161,14 @@ class Emitter<E> {
     return () => set.delete(fn as Listener<never>);
   }
 
-  /** emit calls every listener of type; one that throws is reported to thrown. */
+  /** emit calls every listener of type; one that throws, or whose promise
+   * (an async listener's) rejects, is reported to thrown. */
   protected emit<K extends keyof E>(type: K, e: E[K]): void {
     for (const fn of [...(this.listeners.get(type) ?? [])]) {
       try {
-        (fn as Listener<E[K]>)(e);
+        const r: unknown = (fn as Listener<E[K]>)(e);
+        // an async listener's rejection would otherwise be unhandled (Node ends the process)
+        if (r instanceof Promise) r.catch((err: unknown) => this.thrown(type, err));
       } catch (err) {
         this.thrown(type, err);
       }
@@ -488,7 +491,9 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     if (gen !== this.gen || this.closed) return;
     if (!renewed) {
       const left = expiresAt - (Date.now() + this.client.clockSkew());
-      if (left >= expiringFloorMs && cause !== undefined && transient(asError(cause))) {
+      // a renewal that failed on the way (the server's refresh) is tried again;
+      // the game's callback failing (getToken, refreshToken) is not ours to retry
+      if (left >= expiringFloorMs && cause instanceof RealSyncError && transient(cause)) {
         this.lastExpiring = ""; // the next token_expiring tries again
         this.fail(asError(cause));
         return;
@@ -497,11 +502,14 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
         void this.connect(); // the provider may have a new token by the next one
         return;
       }
-      if (cause) this.signal("error", asError(cause));
-      this.end("error", new RealSyncError(401, { type: "about:blank", title: "Unauthenticated", status: 401, code: "UNAUTHENTICATED",
-        detail: provider
+      if (cause instanceof RealSyncError) this.signal("error", cause);
+      const detail = cause !== undefined && !(cause instanceof RealSyncError)
+        ? `the identity token expires at ${data.expiresAt} and its renewal failed: ${cause instanceof Error ? cause.message : String(cause)}`
+        : provider
           ? `the identity token expires at ${data.expiresAt} and getToken still returns it: return a new token at least a minute before the old one expires`
-          : `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken` }, cause));
+          : `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`;
+      this.end("error", new RealSyncError(401, { type: "about:blank", title: "Unauthenticated", status: 401, code: "UNAUTHENTICATED",
+        detail }, cause));
       return;
     }
     void this.connect();
@@ -543,9 +551,12 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     this.failures++;
     // The server's asks (Retry-After, retry:) count up to the backoff's cap:
     // a mistaken or hostile value must not stall the client for days.
+    // Past such a floor the backoff's jitter is added, up to the cap: streams
+    // refused together (one Retry-After) must not come back together.
     const cap = backoffMaxMs(this.opts.backoff);
-    this.retry(err, Math.max(Math.min(err.retryAfterMs ?? 0, cap), Math.min(this.retryFloor, cap),
-      backoffDelay(this.failures, this.opts.backoff)));
+    const floor = Math.max(Math.min(err.retryAfterMs ?? 0, cap), Math.min(this.retryFloor, cap));
+    const jitter = backoffDelay(this.failures, this.opts.backoff);
+    this.retry(err, floor > 0 ? Math.min(floor + jitter, Math.max(floor, cap)) : jitter);
   }
 
   private retry(err: RealSyncError, delayMs: number): void {

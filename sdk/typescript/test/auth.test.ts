@@ -163,6 +163,46 @@ describe("identity and stream tokens", () => {
     assert.deepEqual(log.map((l) => l.split(" ").slice(0, 2).join(" ")), ["GET /v1/lobby/events", "POST /v1/auth/refresh"]);
   });
 
+  it("ends a stream whose refreshToken callback fails, once, not as a network error retried", async () => {
+    // A tester's login outage: the callback's error read as NETWORK (status
+    // 0), retried at each token_expiring, streams reopened ever shorter.
+    // 40 s: token_expiring comes 30 s before the expiry, time enough for
+    // the retry it got (one under 5 s is not retried either way).
+    let asked = 0;
+    const c = new RealSync({ baseUrl: studioServer.url, token: studioToken("player-10", 40), refreshMarginMs: 1000,
+      refreshToken: async () => {
+        asked++;
+        throw new Error("login server says no");
+      } });
+    const lobby = c.lobby();
+    const errors: RealSyncError[] = [];
+    const closed: { reason: string; error?: RealSyncError }[] = [];
+    let expiring = 0;
+    lobby.on("token_expiring", () => expiring++);
+    lobby.on("error", (e) => errors.push(e));
+    lobby.on("closed", (e) => closed.push(e));
+    await lobby.ready;
+    await eventually(() => lobby.closed, "the stream ended", 30000); // about 10 s in
+    assert.equal(expiring, 1);
+    assert.equal(asked, 1);
+    assert.equal(closed.length, 1);
+    assert.equal(closed[0].error?.code, "UNAUTHENTICATED");
+    assert.match(closed[0].error?.message ?? "", /its renewal failed: login server says no/);
+    assert.deepEqual(errors.filter((e) => e.code === "NETWORK"), []);
+  });
+
+  it("does not ask a failing refreshToken again at every REST call within the renewal margin", async () => {
+    let asked = 0;
+    const c = new RealSync({ baseUrl: studioServer.url, token: studioToken("player-11", 60),
+      refreshToken: async () => {
+        asked++;
+        throw new Error("login server says no");
+      } });
+    for (let i = 0; i < 5; i++) assert.deepEqual(await c.myRooms(), []); // the token still serves
+    // one ask, then a backoff of 1 s (2 should five calls take longer on a loaded machine)
+    assert.ok(asked >= 1 && asked <= 2, `refreshToken asked ${asked} times for 5 calls`);
+  });
+
   it("asks a token provider again while it still gives the expiring token, and resumes without a gap", async () => {
     // A provider that mints a new token only when under 8 s are left (an
     // abuse tester's game: the stream ended for good at the first

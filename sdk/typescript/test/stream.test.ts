@@ -162,6 +162,12 @@ describe("listeners that throw", () => {
         throw new Error("a bug in a state listener");
       });
       live.on("state", () => seen.push(live.state.n));
+      // an async listener's rejection (the README's invite handler, a 409 to
+      // acceptInvite): unhandled, it ended the Node process
+      live.on("state", async () => {
+        await Promise.resolve();
+        throw new Error("an async state listener rejected");
+      });
       live.on("room_closed", () => {
         throw new Error("a bug in a room_closed listener");
       });
@@ -179,10 +185,12 @@ describe("listeners that throw", () => {
       assert.deepEqual(seen, [1, 2, "closed"]);
       assert.deepEqual(log.closed, [{ reason: "room_closed" }]);
       const thrown = log.error.filter((e) => e.code === "LISTENER");
-      assert.deepEqual(thrown.map((e) => e.message), [
-        'a "state" listener threw: a bug in a state listener',
-        'a "state" listener threw: a bug in a state listener',
+      assert.deepEqual(thrown.map((e) => e.message).sort(), [
         'a "room_closed" listener threw: a bug in a room_closed listener',
+        'a "state" listener threw: a bug in a state listener',
+        'a "state" listener threw: a bug in a state listener',
+        'a "state" listener threw: an async state listener rejected',
+        'a "state" listener threw: an async state listener rejected',
       ]);
       assert.ok(thrown.every((e) => e.cause instanceof Error && e.status === 0));
       assert.equal(log.error.length, thrown.length, "no other error");
