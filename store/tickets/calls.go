@@ -115,13 +115,18 @@ func (c commitCall) KeysArgs() ([]string, []any) {
 
 // syncedCall is match_synced.lua.
 type syncedCall struct {
-	key string
-	ttl time.Duration
+	key, room string
+	ttl       time.Duration
+	check     bool // the room must be there
 }
 
 func (syncedCall) Script() *redisx.Script { return syncedScript }
 func (c syncedCall) KeysArgs() ([]string, []any) {
-	return []string{c.key}, []any{c.ttl.Milliseconds()}
+	check := "0"
+	if c.check {
+		check = "1"
+	}
+	return []string{c.key, c.room}, []any{c.ttl.Milliseconds(), check}
 }
 
 // forgetCall is modes_forget.lua.

@@ -20,7 +20,7 @@ func ExportedCalls() []redisx.Call {
 		commitCall{pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
 		forgetCall{key: "k", mode: "m"},
-		syncedCall{key: "k", ttl: time.Second},
+		syncedCall{key: "k", room: "r", ttl: time.Second, check: true},
 	}
 }
 

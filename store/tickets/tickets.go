@@ -22,6 +22,9 @@
 //	                        pass finds it with no ticket or pending match
 //	                        and its time is past (modes_forget)
 //	{p:u}:mm:u:<userId>     string: the user's active ticket (PX: TTL + grace)
+//	{p:m}:mm:synced         string: written by a commit on its room's master,
+//	                        for the commit to wait for its replicas (PX 10 s;
+//	                        match_synced)
 //
 // Every key empties itself: a ticket's fields go when its grace ends
 // (the pass's schedule sweep), so the hash, queue and schedule vanish with
@@ -545,16 +548,20 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 // the match (false, ErrCommitNotReplicated), but for a master whose
 // writes have been short for Durability.Hold (true, and the error).
 //
-// First, the room's master: when it is not the mode's, Commit waits alike
-// for its replicas to have every write it took so far, the room's and its
-// seats' among them (roomReplicated), and holds the match short of them:
-// else a failover of that master could lose the room of a match its users
-// were told of, and no repair would make it again (a chaos tester's
-// find: 14 matches' rooms lost with a master whose replication was cut).
+// First, the room's master: Commit waits alike for its replicas to have
+// every write it took so far, the room's and its seats' among them
+// (roomReplicated), and holds the match short of them, or when a match no
+// one was told of finds its room gone there: else a failover of that
+// master could lose the room of a match its users were told of, and no
+// repair would make it again (a chaos tester's find: 14 matches' rooms
+// lost with a master whose replication was cut).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
 	notReplicated := func(err error) error { return fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err) }
 	var roomShort error
-	if anyway, err := s.roomReplicated(ctx, m.Mode, roomID); err != nil {
+	if anyway, err := s.roomReplicated(ctx, roomID, m.Told == ""); err != nil {
+		if errors.Is(err, errRoomNotThere) {
+			return false, notReplicated(err) // held: a repair makes the room again
+		}
 		if lack := (*redisx.ShortOfReplicasError)(nil); !errors.As(err, &lack) {
 			return false, redisx.Wrap(err)
 		} else if !anyway {
@@ -581,13 +588,18 @@ const syncedTTL = 10 * time.Second
 // roomReplicated waits, as a commit does (durably), for the replicas of
 // the master of room roomID's slot to have every write that master took
 // so far: it writes the shard's sync key (match_synced.lua) and waits for
-// that write. Nothing is written nor waited for when no commit waits
-// (Durability, a client other than a Cluster's), when the layout lists no
-// replica of that master, or when that master is the mode's: the commit's
-// own wait covers its earlier writes. Short of the replicas it
-// is a *redisx.ShortOfReplicasError, anyway true once that master's
-// writes have been short for Hold.
-func (s *Store) roomReplicated(ctx context.Context, mode, roomID string) (anyway bool, err error) {
+// that write. With check, the room must be there (a match no one was told
+// of: OpenMatchRoom has just made or found it), or it is
+// errRoomNotThere: the call, sent again to a promoted replica (MOVED, a
+// WAIT ended by the failover), found the room lost with the old master.
+// It runs when the mode's master is the room's too: that master's failover
+// during the commit's wait would run the commit again on a replica that
+// kept the pass, from before the room, and lost the room. Nothing is
+// written nor waited for when no commit waits (Durability, a client other
+// than a Cluster's) or when the layout lists no replica of that master.
+// Short of the replicas it is a *redisx.ShortOfReplicasError, anyway true
+// once that master's writes have been short for Hold.
+func (s *Store) roomReplicated(ctx context.Context, roomID string, check bool) (anyway bool, err error) {
 	shard, ok := layout.RoomShard(roomID, s.b.Shards)
 	if !ok || s.commit.Replicas <= 0 || s.b.Replicas == nil {
 		return false, nil
@@ -596,12 +608,17 @@ func (s *Store) roomReplicated(ctx context.Context, mode, roomID string) (anyway
 	if s.b.Replicas(layout.Slot(key)) == 0 {
 		return false, nil // none to wait for: RunReplicated would only write
 	}
-	if addr := s.b.MasterAddr(ctx, key); addr != "" && addr == s.b.MasterAddr(ctx, s.pending(mode)) {
-		return false, nil
+	reply, anyway, err := s.durably(ctx, syncedCall{key: key, room: layout.RoomKey(s.b.Tag(shard), roomID), ttl: syncedTTL, check: check},
+		func(reply any) bool { st, _, _ := status(reply, nil); return st == "OK" })
+	if st, _, serr := status(reply, err); serr == nil && st == "GONE" {
+		return false, fmt.Errorf("%w: room %s", errRoomNotThere, roomID)
 	}
-	_, anyway, err = s.durably(ctx, syncedCall{key: key, ttl: syncedTTL}, func(any) bool { return true })
 	return anyway, err
 }
+
+// errRoomNotThere is a match's room missing from its master at the
+// commit (roomReplicated): lost in a failover.
+var errRoomNotThere = errors.New("store: the match's room is not on its master")
 
 // durably runs call on the master of its first key's slot, then waits
 // for the replicas Durability asks for (redisx.RunReplicated), at most

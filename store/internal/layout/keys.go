@@ -79,7 +79,11 @@ func (k Keys) Scheme() TagScheme {
 // Meta holds the deployment's shard count and key-schema version.
 func (k Keys) Meta() string { return k.prefix + ":meta" }
 
-func (k Keys) Room(shard int, id string) string { return k.Tag(shard) + ":room:" + id }
+func (k Keys) Room(shard int, id string) string { return RoomKey(k.Tag(shard), id) }
+
+// RoomKey is the hash of room id under its shard's tag (Keys.Room), for
+// a package that builds its keys from the tags alone (store/tickets).
+func RoomKey(tag, id string) string { return tag + ":room:" + id }
 
 // Lobby is the shard's lobby channel: notices of joinable rooms (the
 // scripts derive it from the room channel's tag).
