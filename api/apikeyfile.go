@@ -63,6 +63,8 @@ func LoadAPIKeys(path string, log *slog.Logger, m APIKeysMetrics) (*APIKeys, err
 // request on. It reports whether the keys changed. A file that cannot be
 // read or parsed leaves the keys in force as they were and is an error.
 func (k *APIKeys) Reload() (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	data, err := configfile.Read(k.path)
 	if err != nil {
 		return false, fmt.Errorf("API keys file: %w", err)
@@ -71,10 +73,8 @@ func (k *APIKeys) Reload() (bool, error) {
 }
 
 // install puts the keys of data in force when they differ from those in
-// force (reporting whether they did), or refuses data.
+// force (reporting whether they did), or refuses data; k.mu held.
 func (k *APIKeys) install(data []byte) (bool, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	sum := sha256.Sum256(data)
 	if k.set.Load() != nil && sum == k.sum {
 		return false, nil
@@ -96,7 +96,9 @@ func (k *APIKeys) install(data []byte) (bool, error) {
 // replaces them.
 func (k *APIKeys) Watch(ctx context.Context, interval time.Duration) {
 	configfile.Watch(ctx, k.path, interval, nil, func(data []byte) error {
+		k.mu.Lock()
 		changed, err := k.install(data)
+		k.mu.Unlock()
 		if changed {
 			k.log.Info("API keys reloaded", "keys", len(*k.set.Load()))
 		}

@@ -137,7 +137,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			s.tooLarge(w, r, limit)
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.closeAfter(w, 0) // its body not all there within the timeout: not waited for again
+			s.closeAfter(w, r, min(s.requestTimeout, bodyDrain)) // its body late already: drained briefly
 			s.writeError(w, r, fmt.Errorf("the request body did not arrive within %s of its headers: %w", s.requestTimeout, errRequestTimeout))
 			return
 		}
@@ -147,12 +147,12 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
-	s.closeAfter(w, s.requestTimeout)
+	s.closeAfter(w, r, s.requestTimeout)
 	s.writeError(w, r, fmt.Errorf("request body over %d bytes: %w", limit, rooms.ErrTooLarge))
 }
 
-// closeAfter makes the connection of a request whose body is not read
-// whole close once its answer is written, within wait: "Connection:
+// closeAfter makes the HTTP/1.1 connection of a request whose body is not
+// read whole close once its answer is written, within wait: "Connection:
 // close", and a read deadline. net/http reads what is left of a declared
 // body (up to 256 KiB) before it answers and closes a connection, so that
 // a client still sending it reads the answer rather than a reset; with no
@@ -160,13 +160,25 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
 // connection held its descriptor and a goroutine, past the idle timeout
 // and the shutdown's (an abuse tester's 3 000 of them, 56 MB; 400 took an
 // instance's last descriptors). TestUnreadBodyClosesTheConnection. A body
-// that did not arrive within the request timeout is waited for no more
-// (wait 0): its connection was held a whole timeout past its 408
-// (TestBodyDeadline).
-func (s *Server) closeAfter(w http.ResponseWriter, wait time.Duration) {
+// that did not arrive within the request timeout is drained for
+// bodyDrain at most: its connection was held a whole timeout past its 408
+// (TestBodyDeadline). Over HTTP/2 nothing is done: the body is the
+// stream's, reset with it, and "Connection: close" would end the
+// connection every other stream of the client shares (a GOAWAY:
+// TestHTTP2StreamsShareOneConnection).
+func (s *Server) closeAfter(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	if r.ProtoMajor >= 2 {
+		return
+	}
 	w.Header().Set("Connection", "close")
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(wait)) //nolint:errcheck // HTTP/2: its stream is reset instead
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(wait)) //nolint:errcheck // a connection without deadlines: closed all the same
 }
+
+// bodyDrain is how long a body that came too late is still read before
+// its 408's connection closes: a client still sending it (one that reads
+// only once its request is sent) reads the answer rather than a reset, as
+// net/http's own close waits before it resets.
+const bodyDrain = 500 * time.Millisecond
 
 // routePattern is the pattern of the route r will reach ("" for none).
 // The middlewares run before routing; this asks the router.

@@ -253,8 +253,13 @@ func TestHTTP2StreamsShareOneConnection(t *testing.T) {
 					return pings > 0 && strings.Contains(strings.Join(es, " "), later)
 				})
 			}
+			// a body refused (413) ends its own stream, not the connection
+			// the others share ("Connection: close" over HTTP/2 is a GOAWAY:
+			// the next call dialed anew)
+			c.call(t, "PATCH", in.url+"/v1/rooms/"+id+"/state", tokens[0], map[string]any{"big": strings.Repeat("x", 1<<20)}, 413)
+			c.call(t, "GET", in.url+"/v1/rooms/"+id, tokens[0], nil, 200)
 			if n := c.dials.Load(); n != 1 {
-				t.Errorf("%d connections dialed for 20 streams and 22 REST calls, want 1", n)
+				t.Errorf("%d connections dialed for 20 streams and 24 REST calls, want 1", n)
 			}
 			if got := in.metric(t, "realsync_sse_streams", `kind="room"`); got != "10" {
 				t.Errorf("realsync_sse_streams{kind=room} %s, want 10", got)

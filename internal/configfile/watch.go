@@ -15,8 +15,8 @@ import (
 // error), leaving what is in force as it was. An error, the read's or
 // load's, goes to refused once for as long as it stays the same: a
 // refused file is not loaded again until it changes, a missing one is
-// reported once; one loaded in between (a return to good content) has
-// the same error reported again.
+// reported once; other content refused is reported, even with the same
+// error as the last (a JWKS refused the same way twice counts twice).
 func Watch(ctx context.Context, path string, interval time.Duration, from []byte,
 	load func([]byte) error, refused func(error)) {
 	t := time.NewTicker(interval)
@@ -33,7 +33,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, from []byte
 			if !reload && bytes.Equal(data, last) {
 				continue
 			}
-			last, reload = data, false
+			last, reload, lastErr = data, false, "" // other content: its refusal is told, whatever the last one's
 			err = load(data)
 		} else {
 			reload = true

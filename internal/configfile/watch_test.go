@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestWatch(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		loads = append(loads, string(b))
-		if string(b) == "bad" {
+		if strings.HasPrefix(string(b), "bad") {
 			return errors.New("refused")
 		}
 		return nil
@@ -65,6 +66,7 @@ func TestWatch(t *testing.T) {
 		{"back after missing", func() { write("bad") }, []string{"b", "bad", "bad"}, 3},
 		{"good again", func() { write("b") }, []string{"b", "bad", "bad", "b"}, 3},
 		{"refused again after a good load", func() { write("bad") }, []string{"b", "bad", "bad", "b", "bad"}, 4},
+		{"other content refused the same way", func() { write("bad2") }, []string{"b", "bad", "bad", "b", "bad", "bad2"}, 5},
 	}
 	for _, s := range steps {
 		s.change()
