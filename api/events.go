@@ -110,6 +110,11 @@ func streamContext(r *http.Request) context.Context {
 // store being down is answered 200 with a retry line.
 func (s *Server) refuseStream(w http.ResponseWriter, r *http.Request, c *streamClient, err error) {
 	switch {
+	case errors.Is(err, errNotReady):
+		// starting: the store is most often connected within a second (a
+		// restart's clients, coming back at once, waited 5 s: the SDK tester)
+		c.Start()
+		c.Send([]byte("retry: " + strconv.Itoa(startingRetry) + "\n: starting, retry soon\n\n"))
 	case errors.Is(err, rooms.ErrUnavailable):
 		// Any other status than 200 makes EventSource give up for good:
 		// ask it to come back later instead.
@@ -126,8 +131,9 @@ func (s *Server) refuseStream(w http.ResponseWriter, r *http.Request, c *streamC
 var errHandlerPanicked = errors.New("the stream's handler panicked")
 
 // unavailableRetry (ms) is when a client refused for want of the store
-// should come back.
-const unavailableRetry = 5000
+// should come back; startingRetry, one refused by an instance not yet
+// connected to it at its start.
+const unavailableRetry, startingRetry = 5000, 1000
 
 // streamWriteTimeout bounds each write to a stream's client: a server-wide
 // WriteTimeout would cut every long-lived stream, and a client that stops

@@ -2015,9 +2015,11 @@ type ClientInterface interface {
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
-	// unavailable, retry later`, then the end of the stream: any other
-	// status makes EventSource give up for good, and this one has it come
-	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// unavailable, retry later` (before the instance connected at its
+	// start: `retry: 1000` and `: starting, retry soon`), then the end of
+	// the stream: any other status makes EventSource give up for good,
+	// and this one has it come back 5 s (1 s) later (resuming with
+	// `Last-Event-ID` when it has one).
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
@@ -2557,9 +2559,11 @@ type ClientInterface interface {
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
-	// unavailable, retry later`, then the end of the stream: any other
-	// status makes EventSource give up for good, and this one has it come
-	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// unavailable, retry later` (before the instance connected at its
+	// start: `retry: 1000` and `: starting, retry soon`), then the end of
+	// the stream: any other status makes EventSource give up for good,
+	// and this one has it come back 5 s (1 s) later (resuming with
+	// `Last-Event-ID` when it has one).
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
@@ -3053,9 +3057,11 @@ type ClientInterface interface {
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
-	// unavailable, retry later`, then the end of the stream: any other
-	// status makes EventSource give up for good, and this one has it come
-	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// unavailable, retry later` (before the instance connected at its
+	// start: `retry: 1000` and `: starting, retry soon`), then the end of
+	// the stream: any other status makes EventSource give up for good,
+	// and this one has it come back 5 s (1 s) later (resuming with
+	// `Last-Event-ID` when it has one).
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
@@ -3834,9 +3840,11 @@ func (c *APIClient) RefreshToken(ctx context.Context, reqEditors ...RequestEdito
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
-// unavailable, retry later`, then the end of the stream: any other
-// status makes EventSource give up for good, and this one has it come
-// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// unavailable, retry later` (before the instance connected at its
+// start: `retry: 1000` and `: starting, retry soon`), then the end of
+// the stream: any other status makes EventSource give up for good,
+// and this one has it come back 5 s (1 s) later (resuming with
+// `Last-Event-ID` when it has one).
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
@@ -4466,9 +4474,11 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
-// unavailable, retry later`, then the end of the stream: any other
-// status makes EventSource give up for good, and this one has it come
-// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// unavailable, retry later` (before the instance connected at its
+// start: `retry: 1000` and `: starting, retry soon`), then the end of
+// the stream: any other status makes EventSource give up for good,
+// and this one has it come back 5 s (1 s) later (resuming with
+// `Last-Event-ID` when it has one).
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
@@ -5173,9 +5183,11 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
-// unavailable, retry later`, then the end of the stream: any other
-// status makes EventSource give up for good, and this one has it come
-// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// unavailable, retry later` (before the instance connected at its
+// start: `retry: 1000` and `: starting, retry soon`), then the end of
+// the stream: any other status makes EventSource give up for good,
+// and this one has it come back 5 s (1 s) later (resuming with
+// `Last-Event-ID` when it has one).
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
@@ -8134,9 +8146,11 @@ type ClientWithResponsesInterface interface {
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
-	// unavailable, retry later`, then the end of the stream: any other
-	// status makes EventSource give up for good, and this one has it come
-	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// unavailable, retry later` (before the instance connected at its
+	// start: `retry: 1000` and `: starting, retry soon`), then the end of
+	// the stream: any other status makes EventSource give up for good,
+	// and this one has it come back 5 s (1 s) later (resuming with
+	// `Last-Event-ID` when it has one).
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
@@ -8686,9 +8700,11 @@ type ClientWithResponsesInterface interface {
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
-	// unavailable, retry later`, then the end of the stream: any other
-	// status makes EventSource give up for good, and this one has it come
-	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// unavailable, retry later` (before the instance connected at its
+	// start: `retry: 1000` and `: starting, retry soon`), then the end of
+	// the stream: any other status makes EventSource give up for good,
+	// and this one has it come back 5 s (1 s) later (resuming with
+	// `Last-Event-ID` when it has one).
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
@@ -9202,9 +9218,11 @@ type ClientWithResponsesInterface interface {
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
-	// unavailable, retry later`, then the end of the stream: any other
-	// status makes EventSource give up for good, and this one has it come
-	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// unavailable, retry later` (before the instance connected at its
+	// start: `retry: 1000` and `: starting, retry soon`), then the end of
+	// the stream: any other status makes EventSource give up for good,
+	// and this one has it come back 5 s (1 s) later (resuming with
+	// `Last-Event-ID` when it has one).
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
@@ -15045,9 +15063,11 @@ func (c *ClientWithResponses) RefreshTokenWithResponse(ctx context.Context, reqE
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
-// unavailable, retry later`, then the end of the stream: any other
-// status makes EventSource give up for good, and this one has it come
-// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// unavailable, retry later` (before the instance connected at its
+// start: `retry: 1000` and `: starting, retry soon`), then the end of
+// the stream: any other status makes EventSource give up for good,
+// and this one has it come back 5 s (1 s) later (resuming with
+// `Last-Event-ID` when it has one).
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
@@ -15651,9 +15671,11 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
-// unavailable, retry later`, then the end of the stream: any other
-// status makes EventSource give up for good, and this one has it come
-// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// unavailable, retry later` (before the instance connected at its
+// start: `retry: 1000` and `: starting, retry soon`), then the end of
+// the stream: any other status makes EventSource give up for good,
+// and this one has it come back 5 s (1 s) later (resuming with
+// `Last-Event-ID` when it has one).
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
@@ -16294,9 +16316,11 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
-// unavailable, retry later`, then the end of the stream: any other
-// status makes EventSource give up for good, and this one has it come
-// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// unavailable, retry later` (before the instance connected at its
+// start: `retry: 1000` and `: starting, retry soon`), then the end of
+// the stream: any other status makes EventSource give up for good,
+// and this one has it come back 5 s (1 s) later (resuming with
+// `Last-Event-ID` when it has one).
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //

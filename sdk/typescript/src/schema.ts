@@ -537,9 +537,11 @@ export interface paths {
          *     Store unavailable: while Redis is unreachable, or before the
          *     instance connected to it, the answer is not 503 as on other routes
          *     but `200` with only a `retry: 5000` line and a comment `: store
-         *     unavailable, retry later`, then the end of the stream: any other
-         *     status makes EventSource give up for good, and this one has it come
-         *     back 5 s later (resuming with `Last-Event-ID` when it has one).
+         *     unavailable, retry later` (before the instance connected at its
+         *     start: `retry: 1000` and `: starting, retry soon`), then the end of
+         *     the stream: any other status makes EventSource give up for good,
+         *     and this one has it come back 5 s (1 s) later (resuming with
+         *     `Last-Event-ID` when it has one).
          *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
          *     answered by realsyncd on this route.
          *
@@ -960,9 +962,11 @@ export interface paths {
          *     Store unavailable: while Redis is unreachable, or before the
          *     instance connected to it, the answer is not 503 as on other routes
          *     but `200` with only a `retry: 5000` line and a comment `: store
-         *     unavailable, retry later`, then the end of the stream: any other
-         *     status makes EventSource give up for good, and this one has it come
-         *     back 5 s later (resuming with `Last-Event-ID` when it has one).
+         *     unavailable, retry later` (before the instance connected at its
+         *     start: `retry: 1000` and `: starting, retry soon`), then the end of
+         *     the stream: any other status makes EventSource give up for good,
+         *     and this one has it come back 5 s (1 s) later (resuming with
+         *     `Last-Event-ID` when it has one).
          *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
          *     answered by realsyncd on this route.
          *
@@ -1135,9 +1139,11 @@ export interface paths {
          *     Store unavailable: while Redis is unreachable, or before the
          *     instance connected to it, the answer is not 503 as on other routes
          *     but `200` with only a `retry: 5000` line and a comment `: store
-         *     unavailable, retry later`, then the end of the stream: any other
-         *     status makes EventSource give up for good, and this one has it come
-         *     back 5 s later (resuming with `Last-Event-ID` when it has one).
+         *     unavailable, retry later` (before the instance connected at its
+         *     start: `retry: 1000` and `: starting, retry soon`), then the end of
+         *     the stream: any other status makes EventSource give up for good,
+         *     and this one has it come back 5 s (1 s) later (resuming with
+         *     `Last-Event-ID` when it has one).
          *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
          *     answered by realsyncd on this route.
          *
