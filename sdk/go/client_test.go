@@ -57,14 +57,24 @@ func TestClientMethods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// sent again under its key (a retry after a lost answer): applied
+		// once, answered as the first run was
+		keyed := rs.WithIdempotencyKey(c, "announce-round-2")
+		k1, err1 := gs.SendMessage(keyed, id, "announce", map[string]string{"text": "round 2"})
+		k2, err2 := gs.SendMessage(keyed, id, "announce", map[string]string{"text": "round 2"})
+		if err1 != nil || err2 != nil || k1 != k2 || k1 <= mv {
+			t.Fatalf("a keyed message sent twice: versions %d and %d (%v, %v), want one version after %d", k1, k2, err1, err2, mv)
+		}
+		mv = k1
 		if _, err := host.SendMessage(c, id, "whisper", "psst", 2); err != nil {
 			t.Fatal(err)
 		}
-		msgs, err := bob.ListMessages(c, id, 10, 0)
-		if err != nil || len(msgs) != 2 || msgs[1].Version != mv || msgs[1].From != 0 || string(msgs[1].Data) != `{"text":"round 2"}` {
+		msgs, err := bob.ListMessages(c, id, 10, 0) // newest first: the whisper, the keyed one once, the first
+		if err != nil || len(msgs) != 3 || msgs[1].Version != mv || msgs[1].MessageId == nil || msgs[1].From != 0 ||
+			string(msgs[1].Data) != `{"text":"round 2"}` {
 			t.Fatalf("messages: %+v %v", msgs, err)
 		}
-		if older, err := bob.ListMessages(c, id, 10, msgs[0].Version); err != nil || len(older) != 1 || older[0].Version != mv {
+		if older, err := bob.ListMessages(c, id, 10, msgs[0].Version); err != nil || len(older) != 2 || older[0].Version != mv {
 			t.Fatalf("messages before %d: %+v %v", msgs[0].Version, older, err)
 		}
 

@@ -18,6 +18,11 @@
 //		}
 //	}
 //
+// Calls are not sent again by themselves. To retry one that creates
+// something (CreateRoom, QuickJoin, SendMessage) after a 503, a timeout or
+// a lost answer, send it under an Idempotency-Key: pass a context from
+// WithIdempotencyKey, one key per intended operation.
+//
 // The package imports none of the server's packages: a game server that
 // uses it pulls in neither Redis nor a router.
 //

@@ -27,6 +27,7 @@ import (
 	rs "github.com/realsync/realsync/sdk/go"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	idemstore "github.com/realsync/realsync/store/idempotency"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -124,7 +125,7 @@ func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, s
 		Metrics: m, Heartbeat: o.heartbeat})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 		Auth: &api.Auth{Secret: []byte(cmp.Or(o.secret, jwtSecret)), GuestEnabled: true, Now: o.clock}, APIKeys: keys,
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m, Idempotency: idemstore.New(st.Base())})
 	s.srv = httptest.NewUnstartedServer(s.trackStreams(h))
 	s.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, c)

@@ -33,9 +33,10 @@ func (c *Client) ListRooms(ctx context.Context, p *ListRoomsParams) (*RoomList, 
 
 // QuickJoin joins the best joinable public room of a mode, or creates one
 // when q.Create is set (POST /v1/matchmaking/quick-join; players only).
-// Created tells which. Errors: 404 NO_MATCH.
+// Created tells which. Errors: 404 NO_MATCH. Safe to send again with ctx
+// from WithIdempotencyKey.
 func (c *Client) QuickJoin(ctx context.Context, q QuickJoinRequest) (*QuickJoined, error) {
-	r, err := c.API.QuickJoinWithResponse(ctx, &QuickJoinParams{}, q)
+	r, err := c.API.QuickJoinWithResponse(ctx, &QuickJoinParams{IdempotencyKey: idempotencyKey(ctx)}, q)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 // encodes to JSON, at most 4 KiB) to the room (POST
 // /v1/rooms/{roomId}/messages): to everyone, or only to the players in to.
 // An API key with rooms:write sends as the server (from 0). Returns the
-// message's room version.
+// message's room version. Safe to send again with ctx from
+// WithIdempotencyKey: without a key, a message sent again is posted twice.
 func (c *Client) SendMessage(ctx context.Context, roomID, typ string, data any, to ...int) (int64, error) {
 	raw, err := json.Marshal(data)
 	if err != nil {
@@ -22,7 +23,7 @@ func (c *Client) SendMessage(ctx context.Context, roomID, typ string, data any, 
 	if len(to) > 0 {
 		body.To = &to
 	}
-	r, err := c.API.SendMessageWithResponse(ctx, roomID, &SendMessageParams{}, body)
+	r, err := c.API.SendMessageWithResponse(ctx, roomID, &SendMessageParams{IdempotencyKey: idempotencyKey(ctx)}, body)
 	if err != nil {
 		return 0, err
 	}

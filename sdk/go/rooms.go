@@ -22,9 +22,10 @@ func decoded[T any](v *T) (*T, error) {
 // (POST /v1/rooms). Players only: an API key is 403 SCOPE_REQUIRED (a
 // dedicated server creates its rooms with a host identity token, see
 // examples/dedicated-server). Errors: 422 VALIDATION_FAILED naming each
-// bad field, 409 OWNED_ROOMS_LIMIT or JOINED_ROOMS_LIMIT.
+// bad field, 409 OWNED_ROOMS_LIMIT or JOINED_ROOMS_LIMIT. Safe to send again
+// with ctx from WithIdempotencyKey.
 func (c *Client) CreateRoom(ctx context.Context, room CreateRoomRequest) (*RoomJoined, error) {
-	r, err := c.API.CreateRoomWithResponse(ctx, &CreateRoomParams{}, room)
+	r, err := c.API.CreateRoomWithResponse(ctx, &CreateRoomParams{IdempotencyKey: idempotencyKey(ctx)}, room)
 	if err != nil {
 		return nil, err
 	}
