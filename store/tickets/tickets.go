@@ -543,8 +543,9 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 	return ended == 1, nil
 }
 
-// Commit implements matchmaking.Queue with one script, then waits for
-// the replicas Durability asks for (durably): short of them, it holds
+// Commit implements matchmaking.Queue with one script (after the room's
+// sync, below), then waits for the replicas Durability asks for
+// (durably): short of them, it holds
 // the match (false, ErrCommitNotReplicated), but for a master whose
 // writes have been short for Durability.Hold (true, and the error).
 //
