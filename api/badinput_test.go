@@ -110,6 +110,16 @@ func TestBadInputChangesNothing(t *testing.T) {
 				}
 			})
 		}
+		// a parameter given twice is told so, in the query as in a header
+		for _, r := range []resp{
+			e.do("GET", "/v1/me/events?platform=pc&lastEventId=1-a&lastEventId=1-a", alice, nil),
+			e.do("GET", "/v1/rooms?limit=5&limit=5", alice, nil),
+			e.do("GET", "/v1/rooms/"+id+"/events", alice, nil, "Last-Event-ID", "1", "Last-Event-ID", "2"),
+		} {
+			if want(t, r, 422, "VALIDATION_FAILED"); !strings.Contains(r.raw, "must be sent once") {
+				t.Fatalf("a parameter given twice: %s", r.raw)
+			}
+		}
 		// a 415 for a content coding names the one taken (RFC 9110)
 		if r := e.do("PATCH", "/v1/rooms/"+id, alice, `{"name":"b"}`, "Content-Encoding", "gzip"); r.header.Get("Accept-Encoding") != "identity" {
 			t.Fatalf("415 of a gzip body: Accept-Encoding %q, want identity", r.header.Get("Accept-Encoding"))

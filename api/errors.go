@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -288,7 +289,7 @@ func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, r, pathNotFound[inv.ParamName])
 		return
 	}
-	s.writeError(w, r, paramInvalid(err))
+	s.writeError(w, r, paramInvalid(err, r.URL.Query()))
 }
 
 // pathNotFound answers an id inside a path that the router refused, which
@@ -305,14 +306,17 @@ var pathNotFound = map[string]error{
 // paramInvalid is the validation failure of a parameter the generated
 // router refused, naming it (a header's too: two Last-Event-ID headers are
 // not a bad query). The router's three kinds of error are named; any
-// other is the query's.
-func paramInvalid(err error) error {
+// other is the query's. A query parameter given twice is told as a
+// header given twice is (the router reads it as a wrong form).
+func paramInvalid(err error, query url.Values) error {
 	var (
 		inv  *oapi.InvalidParamFormatError
 		many *oapi.TooManyValuesForParamError
 		req  *oapi.RequiredParamError
 	)
 	switch {
+	case errors.As(err, &inv) && len(query[inv.ParamName]) > 1:
+		return rooms.Invalid(inv.ParamName, "must be sent once")
 	case errors.As(err, &inv):
 		return rooms.Invalid(inv.ParamName, "has the wrong form")
 	case errors.As(err, &many):

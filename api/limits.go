@@ -56,11 +56,13 @@ var bodyLimits = map[string]int64{
 	// where a JSON encoder writes them so}: 0.4 KiB.
 	"PUT /v1/me/party": 1 << 10,
 	// no body
-	"POST /v1/rooms/{roomId}/join":         noBodyBytes,
-	"POST /v1/rooms/{roomId}/leave":        noBodyBytes,
-	"POST /v1/auth/refresh":                noBodyBytes,
-	"POST /v1/rooms/{roomId}/stream-token": noBodyBytes,
-	"POST /v1/lobby/stream-token":          noBodyBytes,
+	"POST /v1/rooms/{roomId}/join":                               noBodyBytes,
+	"POST /v1/rooms/{roomId}/leave":                              noBodyBytes,
+	"POST /v1/auth/refresh":                                      noBodyBytes,
+	"POST /v1/rooms/{roomId}/stream-token":                       noBodyBytes,
+	"POST /v1/lobby/stream-token":                                noBodyBytes,
+	"POST /v1/me/stream-token":                                   noBodyBytes,
+	"POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay": noBodyBytes,
 }
 
 // Caps of the routes bodyLimits does not list: a route that reads no body

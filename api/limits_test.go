@@ -138,6 +138,8 @@ func TestLargestValidBodies(t *testing.T) {
 	// Routes that read no body take at most 1 KiB.
 	want(t, e.do("POST", "/v1/rooms/"+id+"/leave", "", strings.Repeat(" ", 1025)), 413, "PAYLOAD_TOO_LARGE")
 	want(t, e.do("GET", "/v1/rooms", "", strings.Repeat(" ", 1025)), 413, "PAYLOAD_TOO_LARGE")
+	want(t, e.do("POST", "/v1/me/stream-token", alice, strings.Repeat(" ", 1025)), 413, "PAYLOAD_TOO_LARGE")
+	want(t, e.do("POST", "/v1/me/stream-token", alice, strings.Repeat(" ", 1024)), 201, "")
 }
 
 // A client that sends its headers and then withholds its body gets 408
