@@ -252,10 +252,13 @@ func TestRoomNoticesOnPersonalStream(t *testing.T) {
 				t.Fatalf("want %s of %s, got %+v", w.event, w.room, f)
 			}
 		}
-		// carol had no session: it waits for her
-		_, evs := opening(t, e.me(carol, "pc"))
-		if len(evs) != 1 || evs[0].event != "room_closed" || evs[0].data["reason"] != "closed" {
-			t.Fatalf("carol's inbox: %+v", evs)
+		// carol had no session: it waits for her; and alice, who deleted
+		// it, is told as well (her other platforms would not know)
+		for who, tok := range map[string]string{"carol": carol, "alice": alice} {
+			_, evs := opening(t, e.me(tok, "pc"))
+			if len(evs) != 1 || evs[0].event != "room_closed" || evs[0].data["reason"] != "closed" || evs[0].data["roomId"] != r3 {
+				t.Fatalf("%s's inbox: %+v", who, evs)
+			}
 		}
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -204,8 +203,9 @@ func (s *Service) Update(ctx context.Context, u User, id string, p UpdateParams)
 }
 
 // Delete closes the room on behalf of its owner u, or of the server
-// (ScopeAdmin), and tells its members but u of it (room_closed on their
-// personal streams): those in it as it closed, as the close read them.
+// (ScopeAdmin), and tells its members of it (room_closed on their
+// personal streams): those in it as it closed, as the close read them, u
+// too (its other platforms learn of it as the others do).
 func (s *Service) Delete(ctx context.Context, u User, id string) error {
 	if err := RequireScope(u, ScopeAdmin); err != nil {
 		return err
@@ -218,7 +218,7 @@ func (s *Service) Delete(ctx context.Context, u User, id string) error {
 		// as for Kicked: the room's stream told its connected members
 		nctx, cancel := noticeContext(ctx)
 		defer cancel()
-		_ = s.notices.Closed(nctx, slices.DeleteFunc(uids, func(x string) bool { return x == u.ID }), id, ClosedByOwner)
+		_ = s.notices.Closed(nctx, uids, id, ClosedByOwner)
 	}
 	return err
 }
