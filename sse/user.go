@@ -79,8 +79,9 @@ type UserOpening struct {
 	Gap      bool
 	Replaced int
 	// Lost: the platform's offline inbox lost events before they were
-	// delivered (the log's cap dropped them); the snapshot says resync,
-	// and once it is written the platform's position moves to From.
+	// delivered (the log's cap dropped them, or they are past the offline
+	// TTL); the snapshot says resync, and once it is written the
+	// platform's position moves to From, or past the Replay.
 	Lost bool
 }
 
@@ -93,6 +94,9 @@ type UserSource interface {
 	// publishes the user's status when it changed, and reads the user's
 	// log position, with c set the events after c (at most limit) or a gap,
 	// without it (or for a gap) the events its platform was not delivered.
+	// Events among those past the offline TTL are left out and make it a
+	// loss (Lost), and with c set a gap too, the rest after c given, From
+	// past those left out before them.
 	OpenSession(ctx context.Context, s Session, c Cursor, limit int) (UserOpening, error)
 	// Delivered records that session s wrote its user's log up to seq to
 	// its client, tag being the seq's (UserEvent.Tag, or UserOpening.Tag
@@ -107,8 +111,9 @@ type UserSource interface {
 	RenewSessions(ctx context.Context, ss []Session) (lost []Session, err error)
 	// UserLog returns the user's logged events after seq, whose tag is
 	// tag (of its event's write, or the history's for a position without
-	// an event), gap when the log no longer holds them all or seq's event
-	// is another write's (a failover lost the one written) or history's.
+	// an event), gap when the log no longer holds them all (trimmed, or
+	// past the offline TTL) or seq's event is another write's (a failover
+	// lost the one written) or history's.
 	UserLog(ctx context.Context, user string, seq int64, tag string, limit int) (evs []UserEvent, gap bool, err error)
 	// Replaced returns the session_replaced (a Notice) that ended session
 	// s, kept a while after the replacement for s's instance to read when

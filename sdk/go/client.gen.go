@@ -2484,9 +2484,14 @@ type ClientInterface interface {
 	//   (another history, an event a failover lost, an id the log no
 	//   longer serves, one not of the server's form) a `snapshot` with
 	//   `resync: true`, then the platform's offline inbox as without
-	//   `Last-Event-ID`. An open stream that finds the event it wrote
-	//   last replaced that way ends, and its client's resume gets the
-	//   `snapshot`.
+	//   `Last-Event-ID`. When some of the events after it are past
+	//   `REALSYNC_OFFLINE_TTL` (sent longer ago), they are not sent: a
+	//   `snapshot` with `resync: true`, then the rest of the events
+	//   after it. An open stream that finds the event it wrote
+	//   last replaced that way, or the next ones expired, ends, and its
+	//   client's resume gets the `snapshot`. A snapshot without
+	//   `Last-Event-ID` says `resync: true` too when events of the
+	//   offline inbox were lost, to the cap or to the TTL.
 	//
 	// Offline delivery: every logged event (`message`, `invite`,
 	// `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -2545,7 +2550,7 @@ type ClientInterface interface {
 	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`; the owner who deleted it is told too, so that its other platforms learn of it), or the janitor closed it (`expired`, `finished`) |
 	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 	// | resumed | no | `{"type","userId","seq","ts"}` |
@@ -4399,9 +4404,14 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 //     (another history, an event a failover lost, an id the log no
 //     longer serves, one not of the server's form) a `snapshot` with
 //     `resync: true`, then the platform's offline inbox as without
-//     `Last-Event-ID`. An open stream that finds the event it wrote
-//     last replaced that way ends, and its client's resume gets the
-//     `snapshot`.
+//     `Last-Event-ID`. When some of the events after it are past
+//     `REALSYNC_OFFLINE_TTL` (sent longer ago), they are not sent: a
+//     `snapshot` with `resync: true`, then the rest of the events
+//     after it. An open stream that finds the event it wrote
+//     last replaced that way, or the next ones expired, ends, and its
+//     client's resume gets the `snapshot`. A snapshot without
+//     `Last-Event-ID` says `resync: true` too when events of the
+//     offline inbox were lost, to the cap or to the TTL.
 //
 // Offline delivery: every logged event (`message`, `invite`,
 // `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -4460,7 +4470,7 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 // | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`; the owner who deleted it is told too, so that its other platforms learn of it), or the janitor closed it (`expired`, `finished`) |
 // | match_found | yes | see `POST /v1/matchmaking/tickets` |
 // | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 // | resumed | no | `{"type","userId","seq","ts"}` |
@@ -8625,9 +8635,14 @@ type ClientWithResponsesInterface interface {
 	//   (another history, an event a failover lost, an id the log no
 	//   longer serves, one not of the server's form) a `snapshot` with
 	//   `resync: true`, then the platform's offline inbox as without
-	//   `Last-Event-ID`. An open stream that finds the event it wrote
-	//   last replaced that way ends, and its client's resume gets the
-	//   `snapshot`.
+	//   `Last-Event-ID`. When some of the events after it are past
+	//   `REALSYNC_OFFLINE_TTL` (sent longer ago), they are not sent: a
+	//   `snapshot` with `resync: true`, then the rest of the events
+	//   after it. An open stream that finds the event it wrote
+	//   last replaced that way, or the next ones expired, ends, and its
+	//   client's resume gets the `snapshot`. A snapshot without
+	//   `Last-Event-ID` says `resync: true` too when events of the
+	//   offline inbox were lost, to the cap or to the TTL.
 	//
 	// Offline delivery: every logged event (`message`, `invite`,
 	// `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -8686,7 +8701,7 @@ type ClientWithResponsesInterface interface {
 	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`; the owner who deleted it is told too, so that its other platforms learn of it), or the janitor closed it (`expired`, `finished`) |
 	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 	// | resumed | no | `{"type","userId","seq","ts"}` |
@@ -15596,9 +15611,14 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 //     (another history, an event a failover lost, an id the log no
 //     longer serves, one not of the server's form) a `snapshot` with
 //     `resync: true`, then the platform's offline inbox as without
-//     `Last-Event-ID`. An open stream that finds the event it wrote
-//     last replaced that way ends, and its client's resume gets the
-//     `snapshot`.
+//     `Last-Event-ID`. When some of the events after it are past
+//     `REALSYNC_OFFLINE_TTL` (sent longer ago), they are not sent: a
+//     `snapshot` with `resync: true`, then the rest of the events
+//     after it. An open stream that finds the event it wrote
+//     last replaced that way, or the next ones expired, ends, and its
+//     client's resume gets the `snapshot`. A snapshot without
+//     `Last-Event-ID` says `resync: true` too when events of the
+//     offline inbox were lost, to the cap or to the TTL.
 //
 // Offline delivery: every logged event (`message`, `invite`,
 // `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -15657,7 +15677,7 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
 // | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`; the owner who deleted it is told too, so that its other platforms learn of it), or the janitor closed it (`expired`, `finished`) |
 // | match_found | yes | see `POST /v1/matchmaking/tickets` |
 // | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 // | resumed | no | `{"type","userId","seq","ts"}` |

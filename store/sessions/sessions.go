@@ -254,9 +254,21 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 		}
 		es = append(es, rest...)
 	}
-	if es, err = logs.Resolve(ctx, ss.UserID, es); err != nil {
+	es, expired, err := logs.Resolve(ctx, ss.UserID, es)
+	if err != nil {
 		s.abandon(ctx, ss)
 		return sse.UserOpening{}, err
+	}
+	if expired.N > 0 {
+		// events the client would have been given are past the offline
+		// TTL: a loss, told as the cap's is (a resume becomes a snapshot
+		// that says resync, the rest following it), the snapshot's
+		// position past those before the rest, so that the platform's
+		// position moves past them once it is written
+		o.Lost, o.Gap = true, o.Gap || c.Set
+		if expired.Seq > 0 {
+			o.From, o.Tag = expired.Seq, expired.Tag
+		}
 	}
 	for _, e := range es {
 		o.Replay = append(o.Replay, sse.UserEvent{Seq: e.Seq, Tag: e.Tag, Data: e.Data})
@@ -343,8 +355,11 @@ func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag strin
 	if err != nil || gap {
 		return nil, gap, err
 	}
-	if es, err = logs.Resolve(ctx, uid, es); err != nil {
-		return nil, false, err
+	es, expired, err := logs.Resolve(ctx, uid, es)
+	if err != nil || expired.N > 0 {
+		// events past the offline TTL in what the stream has not written:
+		// a gap (the client resumes into a snapshot that says resync)
+		return nil, expired.N > 0, err
 	}
 	out := make([]sse.UserEvent, len(es))
 	for i, e := range es {

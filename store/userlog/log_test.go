@@ -193,8 +193,9 @@ func TestLogCapAndAcks(t *testing.T) {
 			}
 		}
 		c.Del(ctx, bodies[0]) // as its expiry would
-		if evs, gap, err := st.Sessions().UserLog(ctx, many[0], 0, c.HGet(ctx, l.KeysOf(many[0]).Meta, "tag").Val(), 10); err != nil || gap || len(evs) != 0 {
-			t.Fatalf("an expired body's entry: %v %v %v", evs, gap, err)
+		// its entry is not read, a loss: a catch-up's gap
+		if evs, gap, err := st.Sessions().UserLog(ctx, many[0], 0, c.HGet(ctx, l.KeysOf(many[0]).Meta, "tag").Val(), 10); err != nil || !gap || len(evs) != 0 {
+			t.Fatalf("an expired body's entry: %v %v %v; want a gap", evs, gap, err)
 		}
 		for _, key := range []string{k.Log, k.Meta, k.Cursors} {
 			if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 {
@@ -207,7 +208,10 @@ func TestLogCapAndAcks(t *testing.T) {
 // An event expires REALSYNC_OFFLINE_TTL after it was sent, however long
 // newer events keep its log alive: a session opening gets only the events
 // younger than the TTL, as it does for a body stored once (which expires
-// TTL after it was written).
+// TTL after it was written). Leaving one out is a loss the client is told
+// of (the snapshot's resync): a fresh opening's Lost, a resume's gap (the
+// rest after its cursor given), a catch-up's gap; a resume from past the
+// expired events is whole.
 func TestEventsExpireByTheirAge(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	ctx := context.Background()
@@ -229,8 +233,49 @@ func TestEventsExpireByTheirAge(t *testing.T) {
 	for _, e := range o.Replay {
 		seqs = append(seqs, e.Seq)
 	}
-	if fmt.Sprint(seqs) != "[3 4]" {
-		t.Fatalf("replayed seqs %v, want [3 4] (the two younger than the TTL)", seqs)
+	xs, err := st.Client().XRange(ctx, l.KeysOf(uid).Log, "-", "+").Result()
+	if err != nil || len(xs) != 4 {
+		t.Fatalf("the log: %v, %v", xs, err)
+	}
+	if fmt.Sprint(seqs) != "[3 4]" || !o.Lost || o.From != 2 || o.Tag != userlog.TagOf(xs[1], "") {
+		t.Fatalf("replayed seqs %v, lost %v, from %d-%s; want [3 4] (the two younger than the TTL), lost, from 2 (past the expired)", seqs, o.Lost, o.From, o.Tag)
+	}
+	for _, c := range []struct {
+		from      int
+		gap, lost bool
+	}{{1, true, true}, {2, false, false}} {
+		cur := sse.Cursor{Set: true, Version: int64(c.from), Tag: userlog.TagOf(xs[c.from-1], "")}
+		o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: fmt.Sprint("m.", c.from)}, cur, 10)
+		seqs = seqs[:0]
+		for _, e := range o.Replay {
+			seqs = append(seqs, e.Seq)
+		}
+		if err != nil || fmt.Sprint(seqs) != "[3 4]" || o.Gap != c.gap || o.Lost != c.lost || o.From != 2 {
+			t.Errorf("resume from %d: seqs %v, gap %v, lost %v, from %d, %v; want [3 4], gap and lost %v, from 2", c.from, seqs, o.Gap, o.Lost, o.From, err, c.gap)
+		}
+		evs, gap, err := st.Sessions().UserLog(ctx, uid, cur.Version, cur.Tag, 10)
+		if err != nil || gap != c.gap || !gap && len(evs) != 2 {
+			t.Errorf("catch-up from %d: %d events, gap %v, %v; want gap %v", c.from, len(evs), gap, err, c.gap)
+		}
+	}
+	// an inbox of expired events only: the opening's position passes
+	// them, and once it is delivered (as the stream does after its
+	// snapshot) the platform's next opening has lost nothing
+	old := "u-age-old"
+	for range 2 {
+		if _, err := l.Send(ctx, old, []byte(fmt.Sprintf(`{"type":"message","ts":%q}`, now.Add(-2*time.Hour).Format(time.RFC3339Nano)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss := sse.Session{UserID: old, Platform: "pc", ID: "p.2"}
+	for i, lost := range []bool{true, false} {
+		o, err := st.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
+		if err != nil || len(o.Replay) != 0 || o.Lost != lost || o.From != 2 {
+			t.Fatalf("opening %d of an expired inbox: %d events, lost %v, from %d, %v; want none, lost %v, from 2", i+1, len(o.Replay), o.Lost, o.From, err, lost)
+		}
+		if err := st.Sessions().Delivered(ctx, ss, o.Tag, o.From); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

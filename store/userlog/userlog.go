@@ -460,13 +460,24 @@ func TagOf(x redis.XMessage, history string) string {
 	return history
 }
 
+// Dropped is what Resolve left out: N entries, and the last of them that
+// comes before every entry kept (Seq 0 when none does), a position a
+// reader may move to past them.
+type Dropped struct {
+	N   int
+	Seq int64
+	Tag string
+}
+
 // Resolve fills the Data of uid's entries that refer to a body stored
 // once (one read per body, in one pipeline), splicing in uid and the
 // entry's seq, and drops every entry older than the TTL by its ts (an
 // event expires TTL after it was sent, wherever its body is kept: a log
 // renewed by newer events keeps older entries, a shared body expires TTL
-// after it was written) or whose body expired. Errors: the store's.
-func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, error) {
+// after it was written) or whose body expired, and says what it dropped:
+// events the reader will not be given, a loss it must tell its client of.
+// Errors: the store's.
+func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) (kept []Entry, dropped Dropped, err error) {
 	p := l.b.Client.Pipeline()
 	cmds := map[string]*redis.StringCmd{}
 	for _, e := range es {
@@ -476,17 +487,24 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, err
 	}
 	if len(cmds) > 0 {
 		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
-			return nil, redisx.Wrap(err)
+			return nil, Dropped{}, redisx.Wrap(err)
 		}
 	}
 	name, _ := json.Marshal(uid)
 	oldest := time.Now().Add(-l.cfg.TTL)
 	out := es[:0]
+	drop := func(e Entry) {
+		dropped.N++
+		if len(out) == 0 {
+			dropped.Seq, dropped.Tag = e.Seq, e.Tag
+		}
+	}
 	for _, e := range es {
 		if e.Ref != "" {
 			body, err := cmds[e.Ref].Bytes()
 			if err != nil || len(body) < 2 {
-				continue // expired: gone with its body
+				drop(e) // expired: gone with its body
+				continue
 			}
 			d := append(append([]byte(`{"userId":`), name...), fmt.Sprintf(`,"seq":%d,`, e.Seq)...)
 			e.Data, e.Ref = append(d, body[1:]...), ""
@@ -495,11 +513,12 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, err
 			TS time.Time `json:"ts"`
 		}
 		if json.Unmarshal(e.Data, &h) == nil && !h.TS.IsZero() && h.TS.Before(oldest) {
-			continue // expired
+			drop(e) // expired
+			continue
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // Ack records that a session of platform delivered uid's log up to seq,

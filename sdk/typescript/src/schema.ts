@@ -1064,9 +1064,14 @@ export interface paths {
          *       (another history, an event a failover lost, an id the log no
          *       longer serves, one not of the server's form) a `snapshot` with
          *       `resync: true`, then the platform's offline inbox as without
-         *       `Last-Event-ID`. An open stream that finds the event it wrote
-         *       last replaced that way ends, and its client's resume gets the
-         *       `snapshot`.
+         *       `Last-Event-ID`. When some of the events after it are past
+         *       `REALSYNC_OFFLINE_TTL` (sent longer ago), they are not sent: a
+         *       `snapshot` with `resync: true`, then the rest of the events
+         *       after it. An open stream that finds the event it wrote
+         *       last replaced that way, or the next ones expired, ends, and its
+         *       client's resume gets the `snapshot`. A snapshot without
+         *       `Last-Event-ID` says `resync: true` too when events of the
+         *       offline inbox were lost, to the cap or to the TTL.
          *
          *     Offline delivery: every logged event (`message`, `invite`,
          *     `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -1125,7 +1130,7 @@ export interface paths {
          *     | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
          *     | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
          *     | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
-         *     | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
+         *     | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in as it closed (a join answered before the close is told, a leave answered before it is not): its owner or the server deleted it (`closed`; the owner who deleted it is told too, so that its other platforms learn of it), or the janitor closed it (`expired`, `finished`) |
          *     | match_found | yes | see `POST /v1/matchmaking/tickets` |
          *     | presence | no | `{"type","userId","online","platforms","version","ts"}` |
          *     | resumed | no | `{"type","userId","seq","ts"}` |
