@@ -650,6 +650,52 @@ func testInboxOverflow(t *testing.T, b redistest.Backend, age time.Duration, pen
 	}
 }
 
+// Events past REALSYNC_OFFLINE_TTL are not sent, and their loss is told:
+// a session whose inbox holds one after the last it may send (the events'
+// times out of their order, as a room's close stored before a message
+// logged first) opens with a snapshot saying resync and stays open, its
+// position past the lost one; the platform's next session, given a new
+// event, says nothing of it again (before, the stream's catch-up met the
+// lost event, ended gap, and each session after said resync).
+func TestMeStreamTellsOfExpiredEvents(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		e := playerEnvsWith(t, b, 1, func(*store.Config) {})[0]
+		alice, aliceID := e.guest("alice")
+		ctx := context.Background()
+		send := func(n int, age time.Duration) {
+			if _, err := e.store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","userId":%q,"ts":%q,"n":%d}`,
+				aliceID, time.Now().Add(-age).UTC().Format(time.RFC3339Nano), n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send(1, 0)
+		send(2, userlog.DefaultTTL+time.Hour)
+		pc := e.me(alice, "pc")
+		f := pc.next()
+		checkUserEvent(t, f)
+		if f.event != "snapshot" || f.data["resync"] != true || f.data["pending"] != float64(1) {
+			t.Fatalf("an inbox with an expired event: %+v, want resync and 1 pending", f)
+		}
+		if f := pc.next(); f.data["n"] != float64(1) {
+			t.Fatalf("pending %+v, want n 1", f)
+		}
+		send(3, 0)
+		if f := pc.next(); f.data["n"] != float64(3) {
+			t.Fatalf("the stream goes on with %+v, want n 3", f)
+		}
+		pc.close()
+		e.sessionGone(alice, aliceID, "pc")
+		send(4, 0)
+		pc = e.me(alice, "pc")
+		if f := pc.next(); f.event != "snapshot" || f.data["resync"] != false || f.data["pending"] != float64(1) {
+			t.Fatalf("the next session: %+v, want no resync and 1 pending", f)
+		}
+		if f := pc.next(); f.data["n"] != float64(4) {
+			t.Fatalf("pending %+v, want n 4", f)
+		}
+	})
+}
+
 // Strangers writing while a user is away cannot push out of the user's
 // capped log what the users they follow sent (a tester's find: 1 003
 // messages from 30 accounts took a friend's 3 earlier ones): the

@@ -226,6 +226,9 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 			break
 		}
 	}
+	if end == "" && o.Past > at.seq {
+		at = mePos{seq: o.Past, tag: o.PastTag} // the lost events after the replay's
+	}
 	if start == StartReplay && end == "" {
 		st.writeResumed(out, at.seq)
 	}

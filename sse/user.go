@@ -62,15 +62,16 @@ func (e *UserEvent) parse() {
 
 // UserOpening is what a new personal stream starts from: the log's
 // position (Seq) after the session was recorded, and the events after
-// From (Replay, seqs From+1 on), Tag being From's (the tag of its event's
-// write, or the history's for a position without an event: 0, or one
-// the log trimmed; the snapshot's id is "<From>-<Tag>"): for a cursor, the events after it
-// (From is the cursor's seq), or Gap when the log could not serve them;
-// without one (or for a gap), the events the session's platform was not
-// delivered yet, its offline inbox. The replay may end short of Seq (its
-// rest trimmed or rewritten while it was read): the stream then catches
-// up from its last event at once. Replaced counts the sessions the open
-// replaced.
+// From (Replay, seqs From+1 on but for those lost), Tag being From's (the
+// tag of its event's write, or the history's for a position without an
+// event: 0, or one the log trimmed; the snapshot's id is
+// "<From>-<Tag>"): for a cursor, the events after it (From is the
+// cursor's seq, or past the first events after it when they were lost),
+// or Gap when the log could not serve them all; without one (or for a
+// gap), the events the session's platform was not delivered yet, its
+// offline inbox. The replay may end short of Seq (its rest trimmed or
+// rewritten while it was read): the stream then catches up from its last
+// event at once. Replaced counts the sessions the open replaced.
 type UserOpening struct {
 	Seq      int64
 	Tag      string
@@ -83,6 +84,13 @@ type UserOpening struct {
 	// TTL); the snapshot says resync, and once it is written the
 	// platform's position moves to From, or past the Replay.
 	Lost bool
+	// Past, when not 0, is the position of the last event read for the
+	// Replay, lost (past the offline TTL) after every event of it, and
+	// PastTag its write's tag: the stream's position once the Replay is
+	// written, so that neither its catch-up nor the platform's next
+	// session meets that loss again.
+	Past    int64
+	PastTag string
 }
 
 // UserSource reads and writes what personal streams need. Errors:
@@ -96,7 +104,7 @@ type UserSource interface {
 	// without it (or for a gap) the events its platform was not delivered.
 	// Events among those past the offline TTL are left out and make it a
 	// loss (Lost), and with c set a gap too, the rest after c given, From
-	// past those left out before them.
+	// past those left out before them, Past at those left out after them.
 	OpenSession(ctx context.Context, s Session, c Cursor, limit int) (UserOpening, error)
 	// Delivered records that session s wrote its user's log up to seq to
 	// its client, tag being the seq's (UserEvent.Tag, or UserOpening.Tag

@@ -263,11 +263,15 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 		// events the client would have been given are past the offline
 		// TTL: a loss, told as the cap's is (a resume becomes a snapshot
 		// that says resync, the rest following it), the snapshot's
-		// position past those before the rest, so that the platform's
-		// position moves past them once it is written
+		// position past those before the rest, and the stream's past
+		// those after it (Past), so that the platform's position moves
+		// past them once it is written
 		o.Lost, o.Gap = true, o.Gap || c.Set
-		if expired.Seq > 0 {
-			o.From, o.Tag = expired.Seq, expired.Tag
+		if expired.Head.Seq > 0 {
+			o.From, o.Tag = expired.Head.Seq, expired.Head.Tag
+		}
+		if expired.Tail.Seq > o.From {
+			o.Past, o.PastTag = expired.Tail.Seq, expired.Tail.Tag
 		}
 	}
 	for _, e := range es {

@@ -211,72 +211,90 @@ func TestLogCapAndAcks(t *testing.T) {
 // TTL after it was written). Leaving one out is a loss the client is told
 // of (the snapshot's resync): a fresh opening's Lost, a resume's gap (the
 // rest after its cursor given), a catch-up's gap; a resume from past the
-// expired events is whole.
+// expired events is whole. The opening's position (From) moves past the
+// expired events before every kept one, and Past names the last one after
+// every kept one, so that the stream's position passes them.
 func TestEventsExpireByTheirAge(t *testing.T) {
-	b := redistest.Backends(t)[0]
-	ctx := context.Background()
-	st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
-		Offline: userlog.Config{TTL: time.Hour}})
-	l, uid := st.UserLogs(), "u-age"
-	now := time.Now().UTC()
-	for _, ts := range []time.Time{now.Add(-2 * time.Hour), now.Add(-61 * time.Minute), now.Add(-59 * time.Minute), now} {
-		ev := fmt.Sprintf(`{"type":"message","ts":%q}`, ts.Format(time.RFC3339Nano))
-		if _, err := l.Send(ctx, uid, []byte(ev)); err != nil {
-			t.Fatal(err)
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+			Offline: userlog.Config{TTL: time.Hour}})
+		l, now := st.UserLogs(), time.Now().UTC()
+		// inbox sends events aged ages to a new user; returns the user and
+		// its log's entries
+		inbox := func(uid string, ages ...time.Duration) []redis.XMessage {
+			t.Helper()
+			for _, age := range ages {
+				ev := fmt.Sprintf(`{"type":"message","ts":%q}`, now.Add(-age).Format(time.RFC3339Nano))
+				if _, err := l.Send(ctx, uid, []byte(ev)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			xs, err := st.Client().XRange(ctx, l.KeysOf(uid).Log, "-", "+").Result()
+			if err != nil || len(xs) != len(ages) {
+				t.Fatalf("the log: %v, %v", xs, err)
+			}
+			return xs
 		}
-	}
-	o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seqs []int64
-	for _, e := range o.Replay {
-		seqs = append(seqs, e.Seq)
-	}
-	xs, err := st.Client().XRange(ctx, l.KeysOf(uid).Log, "-", "+").Result()
-	if err != nil || len(xs) != 4 {
-		t.Fatalf("the log: %v, %v", xs, err)
-	}
-	if fmt.Sprint(seqs) != "[3 4]" || !o.Lost || o.From != 2 || o.Tag != userlog.TagOf(xs[1], "") {
-		t.Fatalf("replayed seqs %v, lost %v, from %d-%s; want [3 4] (the two younger than the TTL), lost, from 2 (past the expired)", seqs, o.Lost, o.From, o.Tag)
-	}
-	for _, c := range []struct {
-		from      int
-		gap, lost bool
-	}{{1, true, true}, {2, false, false}} {
-		cur := sse.Cursor{Set: true, Version: int64(c.from), Tag: userlog.TagOf(xs[c.from-1], "")}
-		o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: fmt.Sprint("m.", c.from)}, cur, 10)
-		seqs = seqs[:0]
-		for _, e := range o.Replay {
-			seqs = append(seqs, e.Seq)
+		seqsOf := func(o sse.UserOpening) string {
+			var seqs []int64
+			for _, e := range o.Replay {
+				seqs = append(seqs, e.Seq)
+			}
+			return fmt.Sprint(seqs)
 		}
-		if err != nil || fmt.Sprint(seqs) != "[3 4]" || o.Gap != c.gap || o.Lost != c.lost || o.From != 2 {
-			t.Errorf("resume from %d: seqs %v, gap %v, lost %v, from %d, %v; want [3 4], gap and lost %v, from 2", c.from, seqs, o.Gap, o.Lost, o.From, err, c.gap)
+		const old, young = 61 * time.Minute, 59 * time.Minute
+		uid := "u-age"
+		xs := inbox(uid, 2*time.Hour, old, young, 0)
+		o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 10)
+		if err != nil || seqsOf(o) != "[3 4]" || !o.Lost || o.From != 2 || o.Tag != userlog.TagOf(xs[1], "") || o.Past != 0 {
+			t.Fatalf("replayed seqs %v, lost %v, from %d-%s, past %d, %v; want [3 4] (the two younger than the TTL), lost, from 2 (past the expired), no past",
+				seqsOf(o), o.Lost, o.From, o.Tag, o.Past, err)
 		}
-		evs, gap, err := st.Sessions().UserLog(ctx, uid, cur.Version, cur.Tag, 10)
-		if err != nil || gap != c.gap || !gap && len(evs) != 2 {
-			t.Errorf("catch-up from %d: %d events, gap %v, %v; want gap %v", c.from, len(evs), gap, err, c.gap)
+		for _, c := range []struct {
+			from      int
+			gap, lost bool
+		}{{1, true, true}, {2, false, false}} {
+			cur := sse.Cursor{Set: true, Version: int64(c.from), Tag: userlog.TagOf(xs[c.from-1], "")}
+			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: fmt.Sprint("m.", c.from)}, cur, 10)
+			if err != nil || seqsOf(o) != "[3 4]" || o.Gap != c.gap || o.Lost != c.lost || o.From != 2 {
+				t.Errorf("resume from %d: seqs %v, gap %v, lost %v, from %d, %v; want [3 4], gap and lost %v, from 2", c.from, seqsOf(o), o.Gap, o.Lost, o.From, err, c.gap)
+			}
+			evs, gap, err := st.Sessions().UserLog(ctx, uid, cur.Version, cur.Tag, 10)
+			if err != nil || gap != c.gap || !gap && len(evs) != 2 {
+				t.Errorf("catch-up from %d: %d events, gap %v, %v; want gap %v", c.from, len(evs), gap, err, c.gap)
+			}
 		}
-	}
-	// an inbox of expired events only: the opening's position passes
-	// them, and once it is delivered (as the stream does after its
-	// snapshot) the platform's next opening has lost nothing
-	old := "u-age-old"
-	for range 2 {
-		if _, err := l.Send(ctx, old, []byte(fmt.Sprintf(`{"type":"message","ts":%q}`, now.Add(-2*time.Hour).Format(time.RFC3339Nano)))); err != nil {
-			t.Fatal(err)
+		// times out of their order (a room's close stored before a message
+		// logged first, or instances' clocks apart): the position moves
+		// past the expired events before every kept one only, and Past
+		// names the last expired one after them
+		xs = inbox("u-age-mixed", old, young, old, young, old)
+		o, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: "u-age-mixed", Platform: "pc", ID: "p.3"}, sse.Cursor{}, 10)
+		if err != nil || seqsOf(o) != "[2 4]" || !o.Lost || o.From != 1 || o.Past != 5 || o.PastTag != userlog.TagOf(xs[4], "") {
+			t.Fatalf("old, young, old, young, old: seqs %v, lost %v, from %d, past %d-%s, %v; want [2 4], lost, from 1, past 5",
+				seqsOf(o), o.Lost, o.From, o.Past, o.PastTag, err)
 		}
-	}
-	ss := sse.Session{UserID: old, Platform: "pc", ID: "p.2"}
-	for i, lost := range []bool{true, false} {
-		o, err := st.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
-		if err != nil || len(o.Replay) != 0 || o.Lost != lost || o.From != 2 {
-			t.Fatalf("opening %d of an expired inbox: %d events, lost %v, from %d, %v; want none, lost %v, from 2", i+1, len(o.Replay), o.Lost, o.From, err, lost)
+		inbox("u-age-mixed2", old, young, old, young)
+		o, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: "u-age-mixed2", Platform: "pc", ID: "p.4"}, sse.Cursor{}, 10)
+		if err != nil || seqsOf(o) != "[2 4]" || o.From != 1 || o.Past != 0 {
+			t.Fatalf("old, young, old, young: seqs %v, from %d, past %d, %v; want [2 4], from 1, no past", seqsOf(o), o.From, o.Past, err)
 		}
-		if err := st.Sessions().Delivered(ctx, ss, o.Tag, o.From); err != nil {
-			t.Fatal(err)
+		// an inbox of expired events only: the opening's position passes
+		// them, and once it is delivered (as the stream does after its
+		// snapshot) the platform's next opening has lost nothing
+		inbox("u-age-old", 2*time.Hour, 2*time.Hour)
+		ss := sse.Session{UserID: "u-age-old", Platform: "pc", ID: "p.2"}
+		for i, lost := range []bool{true, false} {
+			o, err := st.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 0 || o.Lost != lost || o.From != 2 || o.Past != 0 {
+				t.Fatalf("opening %d of an expired inbox: %d events, lost %v, from %d, past %d, %v; want none, lost %v, from 2", i+1, len(o.Replay), o.Lost, o.From, o.Past, err, lost)
+			}
+			if err := st.Sessions().Delivered(ctx, ss, o.Tag, o.From); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
 // A direct message sent with an Idempotency-Key reaches its recipient's

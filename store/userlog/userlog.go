@@ -460,11 +460,18 @@ func TagOf(x redis.XMessage, history string) string {
 	return history
 }
 
-// Dropped is what Resolve left out: N entries, and the last of them that
-// comes before every entry kept (Seq 0 when none does), a position a
-// reader may move to past them.
-type Dropped struct {
-	N   int
+// Expired is what Resolve left out: N entries, Head the last of them
+// before every entry kept and Tail the last of them after every entry
+// kept (Seq 0: none; both the last entry when none is kept), positions a
+// reader moves to past them.
+type Expired struct {
+	N          int
+	Head, Tail Position
+}
+
+// Position is a place in a user's log: an entry's seq and the tag of its
+// write.
+type Position struct {
 	Seq int64
 	Tag string
 }
@@ -476,8 +483,9 @@ type Dropped struct {
 // renewed by newer events keeps older entries, a shared body expires TTL
 // after it was written) or whose body expired, and says what it dropped:
 // events the reader will not be given, a loss it must tell its client of.
-// Errors: the store's.
-func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) (kept []Entry, dropped Dropped, err error) {
+// Errors: the store's (a body that could not be read is not taken as
+// expired).
+func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) (kept []Entry, expired Expired, err error) {
 	p := l.b.Client.Pipeline()
 	cmds := map[string]*redis.StringCmd{}
 	for _, e := range es {
@@ -486,17 +494,23 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) (kept []Entry
 		}
 	}
 	if len(cmds) > 0 {
-		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
-			return nil, Dropped{}, redisx.Wrap(err)
+		// Exec's error is the first command's that failed: a missing
+		// body's redis.Nil may hide another's failure
+		_, _ = p.Exec(ctx)
+		for _, c := range cmds {
+			if err := c.Err(); err != nil && err != redis.Nil {
+				return nil, Expired{}, redisx.Wrap(err)
+			}
 		}
 	}
 	name, _ := json.Marshal(uid)
 	oldest := time.Now().Add(-l.cfg.TTL)
 	out := es[:0]
 	drop := func(e Entry) {
-		dropped.N++
+		expired.N++
+		expired.Tail = Position{e.Seq, e.Tag}
 		if len(out) == 0 {
-			dropped.Seq, dropped.Tag = e.Seq, e.Tag
+			expired.Head = expired.Tail
 		}
 	}
 	for _, e := range es {
@@ -517,8 +531,9 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) (kept []Entry
 			continue
 		}
 		out = append(out, e)
+		expired.Tail = Position{}
 	}
-	return out, dropped, nil
+	return out, expired, nil
 }
 
 // Ack records that a session of platform delivered uid's log up to seq,
