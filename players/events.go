@@ -122,7 +122,7 @@ type MatchFoundEvent struct {
 	UserEventHeader
 	TicketID string `json:"ticketId"`
 	MatchID  string `json:"matchId"`
-	RoomID   string `json:"roomId" schema:"desc=The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id."`
+	RoomID   string `json:"roomId" schema:"desc=The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id. The seat is held 15 s from the match (about ts): a match_found read later (from the offline inbox) may name a room the user can no longer join (404 ROOM_NOT_FOUND, the room being private), and the ticket stays matched: queue again."`
 	Mode     string `json:"mode"`
 	Region   string `json:"region"`
 	Team     int    `json:"team" schema:"desc=The user's team, 0-based."`

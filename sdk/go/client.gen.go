@@ -2165,8 +2165,10 @@ type ClientInterface interface {
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
 	// mode's equal attributes must be equal across a match (by value: `1`
-	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-	// required numbers within their range (422 otherwise).
+	// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+	// value of its own, `null`: such a ticket matches only tickets that
+	// leave it out too); its ranged ones are required numbers within
+	// their range (422 otherwise).
 	//
 	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
 	// production), a user may be named in `partyUserIds` only while they
@@ -2233,8 +2235,11 @@ type ClientInterface interface {
 	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
-	// the match (the first ticket's leader its owner, player 1; a seat
-	// reserved for every other user of the match, 15 s), the ticket shows
+	// the match (the first ticket's leader its owner, player 1: the
+	// match's first ticket in rating order, its lowest rated, not the
+	// longest waiting; a seat reserved for every other user of the match,
+	// 15 s, after which a user who has not joined gets 404
+	// `ROOM_NOT_FOUND` and queues again), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
 	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -2287,8 +2292,10 @@ type ClientInterface interface {
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
 	// mode's equal attributes must be equal across a match (by value: `1`
-	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-	// required numbers within their range (422 otherwise).
+	// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+	// value of its own, `null`: such a ticket matches only tickets that
+	// leave it out too); its ranged ones are required numbers within
+	// their range (422 otherwise).
 	//
 	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
 	// production), a user may be named in `partyUserIds` only while they
@@ -2355,8 +2362,11 @@ type ClientInterface interface {
 	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
-	// the match (the first ticket's leader its owner, player 1; a seat
-	// reserved for every other user of the match, 15 s), the ticket shows
+	// the match (the first ticket's leader its owner, player 1: the
+	// match's first ticket in rating order, its lowest rated, not the
+	// longest waiting; a seat reserved for every other user of the match,
+	// 15 s, after which a user who has not joined gets 404
+	// `ROOM_NOT_FOUND` and queues again), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
 	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -4045,8 +4055,10 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
 // mode's equal attributes must be equal across a match (by value: `1`
-// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-// required numbers within their range (422 otherwise).
+// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+// value of its own, `null`: such a ticket matches only tickets that
+// leave it out too); its ranged ones are required numbers within
+// their range (422 otherwise).
 //
 // With `REALSYNC_PARTY_CONSENT` `party` (the default in
 // production), a user may be named in `partyUserIds` only while they
@@ -4113,8 +4125,11 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // as it was.
 //
 // Once matched, a private room of the mode and region is created for
-// the match (the first ticket's leader its owner, player 1; a seat
-// reserved for every other user of the match, 15 s), the ticket shows
+// the match (the first ticket's leader its owner, player 1: the
+// match's first ticket in rating order, its lowest rated, not the
+// longest waiting; a seat reserved for every other user of the match,
+// 15 s, after which a user who has not joined gets 404
+// `ROOM_NOT_FOUND` and queues again), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
 // per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -4177,8 +4192,10 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
 // mode's equal attributes must be equal across a match (by value: `1`
-// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-// required numbers within their range (422 otherwise).
+// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+// value of its own, `null`: such a ticket matches only tickets that
+// leave it out too); its ranged ones are required numbers within
+// their range (422 otherwise).
 //
 // With `REALSYNC_PARTY_CONSENT` `party` (the default in
 // production), a user may be named in `partyUserIds` only while they
@@ -4245,8 +4262,11 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // as it was.
 //
 // Once matched, a private room of the mode and region is created for
-// the match (the first ticket's leader its owner, player 1; a seat
-// reserved for every other user of the match, 15 s), the ticket shows
+// the match (the first ticket's leader its owner, player 1: the
+// match's first ticket in rating order, its lowest rated, not the
+// longest waiting; a seat reserved for every other user of the match,
+// 15 s, after which a user who has not joined gets 404
+// `ROOM_NOT_FOUND` and queues again), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
 // per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -8312,8 +8332,10 @@ type ClientWithResponsesInterface interface {
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
 	// mode's equal attributes must be equal across a match (by value: `1`
-	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-	// required numbers within their range (422 otherwise).
+	// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+	// value of its own, `null`: such a ticket matches only tickets that
+	// leave it out too); its ranged ones are required numbers within
+	// their range (422 otherwise).
 	//
 	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
 	// production), a user may be named in `partyUserIds` only while they
@@ -8380,8 +8402,11 @@ type ClientWithResponsesInterface interface {
 	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
-	// the match (the first ticket's leader its owner, player 1; a seat
-	// reserved for every other user of the match, 15 s), the ticket shows
+	// the match (the first ticket's leader its owner, player 1: the
+	// match's first ticket in rating order, its lowest rated, not the
+	// longest waiting; a seat reserved for every other user of the match,
+	// 15 s, after which a user who has not joined gets 404
+	// `ROOM_NOT_FOUND` and queues again), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
 	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -8434,8 +8459,10 @@ type ClientWithResponsesInterface interface {
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
 	// mode's equal attributes must be equal across a match (by value: `1`
-	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-	// required numbers within their range (422 otherwise).
+	// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+	// value of its own, `null`: such a ticket matches only tickets that
+	// leave it out too); its ranged ones are required numbers within
+	// their range (422 otherwise).
 	//
 	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
 	// production), a user may be named in `partyUserIds` only while they
@@ -8502,8 +8529,11 @@ type ClientWithResponsesInterface interface {
 	// as it was.
 	//
 	// Once matched, a private room of the mode and region is created for
-	// the match (the first ticket's leader its owner, player 1; a seat
-	// reserved for every other user of the match, 15 s), the ticket shows
+	// the match (the first ticket's leader its owner, player 1: the
+	// match's first ticket in rating order, its lowest rated, not the
+	// longest waiting; a seat reserved for every other user of the match,
+	// 15 s, after which a user who has not joined gets 404
+	// `ROOM_NOT_FOUND` and queues again), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
 	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -15264,8 +15294,10 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
 // mode's equal attributes must be equal across a match (by value: `1`
-// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-// required numbers within their range (422 otherwise).
+// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+// value of its own, `null`: such a ticket matches only tickets that
+// leave it out too); its ranged ones are required numbers within
+// their range (422 otherwise).
 //
 // With `REALSYNC_PARTY_CONSENT` `party` (the default in
 // production), a user may be named in `partyUserIds` only while they
@@ -15332,8 +15364,11 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // as it was.
 //
 // Once matched, a private room of the mode and region is created for
-// the match (the first ticket's leader its owner, player 1; a seat
-// reserved for every other user of the match, 15 s), the ticket shows
+// the match (the first ticket's leader its owner, player 1: the
+// match's first ticket in rating order, its lowest rated, not the
+// longest waiting; a seat reserved for every other user of the match,
+// 15 s, after which a user who has not joined gets 404
+// `ROOM_NOT_FOUND` and queues again), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
 // per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -15392,8 +15427,10 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
 // mode's equal attributes must be equal across a match (by value: `1`
-// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-// required numbers within their range (422 otherwise).
+// and `1.0` are equal, `"1"` and `1` are not; one left out is a
+// value of its own, `null`: such a ticket matches only tickets that
+// leave it out too); its ranged ones are required numbers within
+// their range (422 otherwise).
 //
 // With `REALSYNC_PARTY_CONSENT` `party` (the default in
 // production), a user may be named in `partyUserIds` only while they
@@ -15460,8 +15497,11 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // as it was.
 //
 // Once matched, a private room of the mode and region is created for
-// the match (the first ticket's leader its owner, player 1; a seat
-// reserved for every other user of the match, 15 s), the ticket shows
+// the match (the first ticket's leader its owner, player 1: the
+// match's first ticket in rating order, its lowest rated, not the
+// longest waiting; a seat reserved for every other user of the match,
+// 15 s, after which a user who has not joined gets 404
+// `ROOM_NOT_FOUND` and queues again), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
 // per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,

@@ -689,8 +689,10 @@ export interface paths {
          *     wait. Its rating window widens with its wait; it is matched only
          *     with tickets whose ratings lie within its window and theirs. The
          *     mode's equal attributes must be equal across a match (by value: `1`
-         *     and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
-         *     required numbers within their range (422 otherwise).
+         *     and `1.0` are equal, `"1"` and `1` are not; one left out is a
+         *     value of its own, `null`: such a ticket matches only tickets that
+         *     leave it out too); its ranged ones are required numbers within
+         *     their range (422 otherwise).
          *
          *     With `REALSYNC_PARTY_CONSENT` `party` (the default in
          *     production), a user may be named in `partyUserIds` only while they
@@ -757,8 +759,11 @@ export interface paths {
          *     as it was.
          *
          *     Once matched, a private room of the mode and region is created for
-         *     the match (the first ticket's leader its owner, player 1; a seat
-         *     reserved for every other user of the match, 15 s), the ticket shows
+         *     the match (the first ticket's leader its owner, player 1: the
+         *     match's first ticket in rating order, its lowest rated, not the
+         *     longest waiting; a seat reserved for every other user of the match,
+         *     15 s, after which a user who has not joined gets 404
+         *     `ROOM_NOT_FOUND` and queues again), the ticket shows
          *     `matched` with `roomId`, and every user of the match gets
          *     `match_found` on their personal stream (`GET /v1/me/events`), once
          *     per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
@@ -2498,7 +2503,7 @@ export interface components {
             ts: string;
             ticketId: string;
             matchId: string;
-            /** @description The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id. */
+            /** @description The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id. The seat is held 15 s from the match (about ts): a match_found read later (from the offline inbox) may name a room the user can no longer join (404 ROOM_NOT_FOUND, the room being private), and the ticket stays matched: queue again. */
             roomId: string;
             mode: string;
             region: string;
