@@ -274,14 +274,8 @@ bench_smoke() {
     echo "scripts/bench.sh failed in a smoke run (REALSYNC_BENCH_SMOKE=1; the end of its output above)" >&2
     return 1
   fi
-  local py
-  for py in capacity targets; do
-    if ! python3 "scripts/$py.py" "$log" >"$lanes/$py-smoke.out" 2>&1; then
-      cat "$lanes/$py-smoke.out"
-      echo "scripts/$py.py failed on a smoke run's log of scripts/bench.sh" >&2
-      return 1
-    fi
-  done
+  # what went wrong first: a run whose requests all failed has no figures
+  # for the scripts below to read
   local bad
   bad="$(smoke_went_wrong "$log")"
   if [ -n "$bad" ]; then
@@ -289,6 +283,17 @@ bench_smoke() {
     echo "scripts/bench.sh's smoke run: the runs above went wrong (errors answered, events not delivered, streams reconnected)" >&2
     return 1
   fi
+  local py sec
+  for py in capacity targets; do
+    if ! python3 "scripts/$py.py" "$log" >"$lanes/$py-smoke.out" 2>&1; then
+      cat "$lanes/$py-smoke.out"
+      # the section it names, as the log has it
+      sec="$(grep -o '"== [^"]*"' "$lanes/$py-smoke.out" | head -n 1 | tr -d '"')"
+      [ -z "$sec" ] || awk -v s="$sec" '$0 == s { p = 1; print; next } /^== / { p = 0 } p' "$log"
+      echo "scripts/$py.py failed on a smoke run's log of scripts/bench.sh" >&2
+      return 1
+    fi
+  done
   echo "ok   scripts/bench.sh: $(grep -c '^== ' "$log") measurements in a smoke run, none went wrong; scripts/capacity.py and scripts/targets.py read its log"
 }
 # smoke_went_wrong LOG: the lines of a bench.sh log that say a run went
