@@ -21,8 +21,7 @@ const (
 	DefaultLeaseTTL    = 3 * time.Second
 	DefaultRepairAfter = 5 * time.Second
 	DefaultPassTimeout = 30 * time.Second
-	DefaultHold        = 15 * time.Second // rooms.DefaultReservationTTL
-	DefaultWalk        = 1000             // ≈ 16 ms of Redis per pass (BenchmarkPass)
+	DefaultWalk        = 1000 // ≈ 16 ms of Redis per pass (BenchmarkPass)
 	DefaultSweep       = 1000
 )
 
@@ -79,8 +78,6 @@ type MatcherConfig struct {
 	// is stuck on a call, so its mode is not held forever (the matches it
 	// left pending are repaired, their users told once).
 	PassTimeout time.Duration
-	// Hold is how long a match's seats are reserved (DefaultHold).
-	Hold time.Duration
 	// Walk and Sweep bound a pass (DefaultWalk, DefaultSweep), and so
 	// does Budget (zero fields: DefaultBudget's): a pass cut by it ends
 	// early, the mode's next pass going on from the cut (PassCut).
@@ -173,7 +170,6 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	def(&cfg.LeaseTTL, DefaultLeaseTTL)
 	def(&cfg.RepairAfter, DefaultRepairAfter)
 	def(&cfg.PassTimeout, DefaultPassTimeout)
-	def(&cfg.Hold, DefaultHold)
 	if cfg.Walk == 0 {
 		cfg.Walk = DefaultWalk
 	}
@@ -890,6 +886,9 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 // first completion and a repair records it first), false for a match put
 // back or left to another completion.
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
+	// the seats are held from the room's script on, for the mode's hold:
+	// this side of it by the time its call takes
+	until := time.Now().Add(r.Hold())
 	match, room, ok, err := m.seat(ctx, match, r, repair)
 	if err != nil || !ok {
 		return false, err
@@ -900,7 +899,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 	for _, t := range match.Tickets {
 		for _, uid := range t.Users {
 			notices = append(notices, userNotice{uid, MatchFound{TicketID: t.ID, MatchID: match.ID, RoomID: room,
-				Mode: match.Mode, Region: match.Region, Team: t.Team, Leader: t.Users[0]}})
+				Mode: match.Mode, Region: match.Region, Team: t.Team, Leader: t.Users[0], SeatHeldUntil: until}})
 		}
 	}
 	// a notice short of its replicas holds the match (not assigned: a
@@ -941,7 +940,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 // (match.Told: a repair of a completion that died telling) holds its
 // seats again where the room lets it and stands whatever the room says.
 func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (_ Match, room string, ok bool, err error) {
-	told := match.Told != ""
+	told, hold := match.Told != "", r.Hold()
 	gone := func(err error) bool {
 		return errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound)
 	}
@@ -955,11 +954,11 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 		return match, "", false, nil
 	}
 	if room = match.RoomID; room != "" {
-		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, repair)
+		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), hold, repair)
 		if told && errors.As(err, &refused) { // the others' seats, the banned left out
 			err = m.cfg.Rooms.ReserveMatchSeats(ctx, room, slices.DeleteFunc(match.Users(), func(u string) bool {
 				return slices.Contains(refused.Users, u)
-			}), r.Size(), m.cfg.Hold, repair)
+			}), r.Size(), hold, repair)
 		}
 		switch {
 		case told && (errors.As(err, &refused) || gone(err)):
@@ -975,7 +974,7 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 		if t, err := m.cfg.Queue.Get(ctx, match.Tickets[0].ID); err == nil {
 			match.OwnerName = t.Name // else the store's placeholder name
 		}
-		room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold)
+		room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), hold)
 		switch {
 		case told && (errors.Is(err, rooms.ErrRoomNotFound) || errors.Is(err, rooms.ErrRoomFull)):
 			// closed, or full (its owner lowered maxPlayers, friends took

@@ -235,6 +235,10 @@ type MatchFound struct {
 	// Leader is the ticket's leader: a party member's match_found is the
 	// leader's doing (Inboxes)
 	Leader string
+	// SeatHeldUntil is when the user's seat in the room is held to (the
+	// mode's Rules.Hold from before the hold was made: a little sooner
+	// than the room's own expiry of it).
+	SeatHeldUntil time.Time
 }
 
 // RoomOpener makes a match's room.

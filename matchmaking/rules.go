@@ -54,6 +54,19 @@ type Rules struct {
 	// modes only (minPlayers/maxPlayers), as a room's teams are not known
 	// once players leave.
 	Backfill bool `yaml:"backfill" json:"backfill"`
+	// SeatHold is how long a match's seats in its room are held for its
+	// users (DefaultSeatHold): match_found says until when
+	// (seatHeldUntil); a user who joins later may find the seat given
+	// away. Zero is the default (Hold).
+	SeatHold Duration `yaml:"seatHold" json:"seatHold"`
+}
+
+// Hold is r's SeatHold, DefaultSeatHold when unset.
+func (r Rules) Hold() time.Duration {
+	if r.SeatHold <= 0 {
+		return DefaultSeatHold
+	}
+	return time.Duration(r.SeatHold)
 }
 
 // Window is a rating window: ±Start at first, widened by Step every
@@ -125,12 +138,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // Default is the rules of a mode the file does not name: matches of
 // exactly 2 players (one team of 2: a party of two is a match of its own;
 // a duel of two sides is teams 2, teamSize 1), window ±100 widening by
-// 100 every 5 s up to ±1000, ticket TTL 5 min, no backfill.
+// 100 every 5 s up to ±1000, ticket TTL 5 min, no backfill, seats held
+// 15 s.
 func Default() Rules {
 	r := 1000.0
 	return Rules{Teams: 1, MinPlayers: 2, MaxPlayers: 2,
 		Window:        Window{Start: 100, Step: 100, Every: Duration(5 * time.Second), Max: 1000, given: true},
-		DefaultRating: &r, TicketTTL: Duration(5 * time.Minute)}
+		DefaultRating: &r, TicketTTL: Duration(5 * time.Minute), SeatHold: Duration(DefaultSeatHold)}
 }
 
 // Limits of a rules file (README, "Matchmaking tickets"). A match's
@@ -142,6 +156,10 @@ const (
 	MaxTicketTTL    = time.Hour
 	MaxAttributes   = 8
 	MinWindowEvery  = 100 * time.Millisecond
+	// DefaultSeatHold is rooms.DefaultReservationTTL; MaxSeatHold is a
+	// reservation's longest (rooms.ReserveParams).
+	DefaultSeatHold = 15 * time.Second
+	MaxSeatHold     = 5 * time.Minute
 )
 
 // RuleSet is the rules of every mode; Of gives a mode's.
@@ -314,6 +332,12 @@ func normalize(at string, r Rules) (Rules, error) {
 	}
 	if r.TicketTTL < Duration(time.Second) || r.TicketTTL > Duration(MaxTicketTTL) {
 		bad("ticketTTL", "must be 1s..%s", MaxTicketTTL)
+	}
+	if r.SeatHold == 0 {
+		r.SeatHold = d.SeatHold
+	}
+	if r.SeatHold < Duration(time.Second) || r.SeatHold > Duration(MaxSeatHold) {
+		bad("seatHold", "must be 1s..%s", MaxSeatHold)
 	}
 	if r.Backfill && r.Teams > 1 {
 		bad("backfill", "only for one-team modes (minPlayers/maxPlayers): a room's teams are not known once players leave")

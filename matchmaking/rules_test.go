@@ -18,7 +18,7 @@ func TestParseRules(t *testing.T) {
 		{name: "EmptyFileAllDefaults", file: "", check: func(t *testing.T, rs RuleSet) {
 			r := rs.Of("any")
 			if r.Size() != 2 || r.Needed() != 2 || r.Window.Start != 100 || r.Window.Max != 1000 ||
-				time.Duration(r.TicketTTL) != 5*time.Minute || time.Duration(r.Window.Every) != 5*time.Second {
+				time.Duration(r.TicketTTL) != 5*time.Minute || time.Duration(r.Window.Every) != 5*time.Second || r.Hold() != 15*time.Second {
 				t.Fatalf("default rules %+v", r)
 			}
 		}},
@@ -97,6 +97,14 @@ modes:
 		{name: "WindowEveryMissing", file: "modes:\n  a:\n    window: {start: 100, step: 10, max: 500}\n", err: "modes.a.window.every"},
 		{name: "BadDuration", file: "modes:\n  a:\n    ticketTTL: forever\n", err: "forever"},
 		{name: "TTLTooLong", file: "modes:\n  a:\n    ticketTTL: 2h\n", err: "modes.a.ticketTTL"},
+		{name: "SeatHold", file: "modes:\n  a: {seatHold: 5m}\n  b: {seatHold: 1s}\n  c: {seatHold: 0s}\n", check: func(t *testing.T, rs RuleSet) {
+			if a, b, c := rs.Of("a").Hold(), rs.Of("b").Hold(), rs.Of("c").Hold(); a != 5*time.Minute || b != time.Second || c != DefaultSeatHold {
+				t.Fatalf("seat holds %s, %s, %s; want 5m, 1s and the default's 15s", a, b, c)
+			}
+		}},
+		{name: "SeatHoldTooLong", file: "modes:\n  a: {seatHold: 301s}\n", err: "modes.a.seatHold: must be 1s..5m0s"},
+		{name: "SeatHoldTooShort", file: "modes:\n  a: {seatHold: 999ms}\n", err: "modes.a.seatHold: must be 1s..5m0s"},
+		{name: "SeatHoldNegative", file: "modes:\n  a: {seatHold: -1s}\n", err: "modes.a.seatHold"},
 		{name: "AttributeBothKinds", file: "modes:\n  a:\n    attributes: [{name: x, equal: true, min: 1}]\n", err: "modes.a.attributes[0]: give"},
 		{name: "AttributeTwice", file: "modes:\n  a:\n    attributes: [{name: x, equal: true}, {name: x, equal: true}]\n", err: "modes.a.attributes[1].name"},
 		{name: "AttributeRangeInverted", file: "modes:\n  a:\n    attributes: [{name: x, min: 5, max: 1}]\n", err: "modes.a.attributes[0].max"},

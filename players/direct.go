@@ -85,7 +85,13 @@ type DirectMessageParams struct {
 // NewHeader is the header of a logged event of type typ to user uid at
 // now (Seq 0: the log numbers it; uid "" for an event sent to many).
 func NewHeader(typ, uid string, now time.Time) UserEventHeader {
-	return UserEventHeader{Type: typ, UserID: uid, TS: now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)}
+	return UserEventHeader{Type: typ, UserID: uid, TS: Timestamp(now)}
+}
+
+// Timestamp is t as the personal events write times: RFC 3339 in UTC, to
+// the millisecond.
+func Timestamp(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 }
 
 func senderOf(u rooms.User) Sender {

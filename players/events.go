@@ -66,7 +66,7 @@ type SnapshotEvent struct {
 	// Last-Event-ID the log could not serve, or its platform's offline
 	// inbox lost events before they were delivered (the personal log's
 	// cap, REALSYNC_OFFLINE_MAX, dropped them).
-	Resync bool `json:"resync" schema:"desc=Logged events were missed: the stream resumed from a Last-Event-ID the log could not serve (trimmed, expired, another history), or this platform's offline inbox lost events before they were delivered (the personal log's cap, REALSYNC_OFFLINE_MAX, dropped them; counted by realsync_offline_dropped_total). A client refreshes what it derives from logged events (its tickets, invites)."`
+	Resync bool `json:"resync" schema:"desc=Logged events were missed: the stream resumed from a Last-Event-ID the log could not serve (trimmed, expired, another history), or this platform's offline inbox lost events before they were delivered (the personal log's cap, REALSYNC_OFFLINE_MAX, dropped them, counted by realsync_offline_dropped_total; or they expired, REALSYNC_OFFLINE_TTL, counted by realsync_offline_expired_total). A client refreshes what it derives from logged events (its tickets, invites)."`
 	// Pending counts the logged events that follow at once: those stored
 	// while no session of this platform could take them (the offline
 	// inbox), in order.
@@ -122,10 +122,12 @@ type MatchFoundEvent struct {
 	UserEventHeader
 	TicketID string `json:"ticketId"`
 	MatchID  string `json:"matchId"`
-	RoomID   string `json:"roomId" schema:"desc=The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id. The seat is held 15 s from the match (about ts): a match_found read later (from the offline inbox) may name a room the user can no longer join (404 ROOM_NOT_FOUND, the room being private), and the ticket stays matched: queue again."`
+	RoomID   string `json:"roomId" schema:"desc=The match's room: a private room with a seat reserved for the user until seatHeldUntil (its owner, in it already, for the match's first ticket's leader). Join it by id. A match_found read after seatHeldUntil (from the offline inbox) may name a room the user can no longer join (404 ROOM_NOT_FOUND, the room being private), and the ticket stays matched: queue again."`
 	Mode     string `json:"mode"`
 	Region   string `json:"region"`
 	Team     int    `json:"team" schema:"desc=The user's team, 0-based."`
+	// SeatHeldUntil is players.Timestamp of matchmaking.MatchFound's.
+	SeatHeldUntil string `json:"seatHeldUntil,omitempty" schema:"format=date-time,desc=Until when the user's seat in the room is held at least (the mode's seatHold, 15 s by default, counted from just before the match's room was made; the server's clock, as ts): join before it. Past it the seat may be given away, and a private room answers 404 ROOM_NOT_FOUND to a user without one. A join before it can still be refused when the room changed meanwhile (its owner banned the user, started or closed it). Absent from an event logged by a release before 2026-12-07."`
 }
 
 // Sender is who sent a message or an invite: a player (UserID and the

@@ -100,7 +100,8 @@ var errConnecting = errors.New("connecting to redis")
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
 	reg, m := newRegistry()
 	sc := storeConfig(cfg)
-	sc.Metrics, sc.JanitorActions, sc.Offline.Dropped = m, m.JanitorAction, m.OfflineDropped
+	sc.Metrics, sc.JanitorActions = m, m.JanitorAction
+	sc.Offline.Dropped, sc.Offline.Expired = m.OfflineDropped, m.OfflineExpired
 	st, err := store.New(sc)
 	if err != nil {
 		return err

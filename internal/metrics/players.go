@@ -13,11 +13,12 @@ import (
 // playerMetrics are the personal streams' sessions (issue 16) on this
 // instance: realsync_sessions{platform} (gauge) and
 // realsync_sessions_replaced_total{platform}; and the personal logs'
-// realsync_offline_dropped_total.
+// realsync_offline_dropped_total and realsync_offline_expired_total.
 type playerMetrics struct {
 	sessions *prometheus.GaugeVec
 	replaced *prometheus.CounterVec
 	dropped  prometheus.Counter
+	expired  prometheus.Counter
 }
 
 var _ sse.SessionMetrics = (*Metrics)(nil)
@@ -31,8 +32,10 @@ func newPlayerMetrics(reg prometheus.Registerer) playerMetrics {
 			[]string{"platform"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "realsync_offline_dropped_total",
 			Help: "Events a user's personal log (the offline inbox) dropped at its cap (REALSYNC_OFFLINE_MAX), oldest first, before a platform of the user with a delivery cursor was delivered them (any, when none has one), counted by the instance that sent the event that dropped them."}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "realsync_offline_expired_total",
+			Help: "Events of a user's personal log (the offline inbox) past REALSYNC_OFFLINE_TTL that a personal stream session's opening found undelivered to its platform (its snapshot says resync), counted by the instance that opened it: once per platform and event, but again when the session ended before its position passed them."}),
 	}
-	reg.MustRegister(p.sessions, p.replaced, p.dropped)
+	reg.MustRegister(p.sessions, p.replaced, p.dropped, p.expired)
 	for _, pl := range players.Platforms {
 		p.sessions.WithLabelValues(pl)
 		p.replaced.WithLabelValues(pl)
@@ -43,6 +46,10 @@ func newPlayerMetrics(reg prometheus.Registerer) playerMetrics {
 // OfflineDropped counts n events a personal log dropped at its cap
 // (userlog.Config.Dropped).
 func (m *Metrics) OfflineDropped(n int) { m.players.dropped.Add(float64(n)) }
+
+// OfflineExpired counts n events past the offline TTL a session's opening
+// found undelivered (userlog.Config.Expired).
+func (m *Metrics) OfflineExpired(n int) { m.players.expired.Add(float64(n)) }
 
 // SessionOpened implements sse.SessionMetrics.
 func (m *Metrics) SessionOpened(platform string) { m.players.sessions.WithLabelValues(platform).Inc() }

@@ -2267,7 +2267,8 @@ type ClientInterface interface {
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
-	// seat held for its users, 15 s). A match room takes backfill up to
+	// seat held for its users for the mode's `seatHold`, 15 s by default,
+	// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
 	// room that banned or kicked one of the ticket's users, that one of
 	// them is already in or holds a seat of, never takes the ticket, which
@@ -2394,7 +2395,8 @@ type ClientInterface interface {
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
-	// seat held for its users, 15 s). A match room takes backfill up to
+	// seat held for its users for the mode's `seatHold`, 15 s by default,
+	// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
 	// room that banned or kicked one of the ticket's users, that one of
 	// them is already in or holds a seat of, never takes the ticket, which
@@ -4157,7 +4159,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
-// seat held for its users, 15 s). A match room takes backfill up to
+// seat held for its users for the mode's `seatHold`, 15 s by default,
+// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
 // room that banned or kicked one of the ticket's users, that one of
 // them is already in or holds a seat of, never takes the ticket, which
@@ -4294,7 +4297,8 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
-// seat held for its users, 15 s). A match room takes backfill up to
+// seat held for its users for the mode's `seatHold`, 15 s by default,
+// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
 // room that banned or kicked one of the ticket's users, that one of
 // them is already in or holds a seat of, never takes the ticket, which
@@ -8434,7 +8438,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
-	// seat held for its users, 15 s). A match room takes backfill up to
+	// seat held for its users for the mode's `seatHold`, 15 s by default,
+	// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
 	// room that banned or kicked one of the ticket's users, that one of
 	// them is already in or holds a seat of, never takes the ticket, which
@@ -8561,7 +8566,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
-	// seat held for its users, 15 s). A match room takes backfill up to
+	// seat held for its users for the mode's `seatHold`, 15 s by default,
+	// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
 	// room that banned or kicked one of the ticket's users, that one of
 	// them is already in or holds a seat of, never takes the ticket, which
@@ -15396,7 +15402,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
-// seat held for its users, 15 s). A match room takes backfill up to
+// seat held for its users for the mode's `seatHold`, 15 s by default,
+// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
 // room that banned or kicked one of the ticket's users, that one of
 // them is already in or holds a seat of, never takes the ticket, which
@@ -15529,7 +15536,8 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
-// seat held for its users, 15 s). A match room takes backfill up to
+// seat held for its users for the mode's `seatHold`, 15 s by default,
+// until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
 // room that banned or kicked one of the ticket's users, that one of
 // them is already in or holds a seat of, never takes the ticket, which

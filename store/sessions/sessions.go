@@ -267,6 +267,9 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 		// those after it (Past), so that the platform's position moves
 		// past them once it is written
 		o.Lost, o.Gap = true, o.Gap || c.Set
+		if count := logs.Config().Expired; count != nil {
+			count(expired.N)
+		}
 		if expired.Head.Seq > 0 {
 			o.From, o.Tag = expired.Head.Seq, expired.Head.Tag
 		}

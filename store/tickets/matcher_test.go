@@ -84,6 +84,7 @@ modes:
     teamSize: 2
     window: {start: 30, step: 60, every: 1s, max: 400}
     ticketTTL: 5s
+    seatHold: 1m
 `)
 	r := rs.Of("squad")
 	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
@@ -93,7 +94,7 @@ modes:
 		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 		mcfg := func(holder string, rooms matchmaking.RoomOpener) matchmaking.MatcherConfig {
 			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: rec, Holder: holder,
-				Interval: 50 * time.Millisecond, LeaseTTL: time.Second, RepairAfter: time.Second, Hold: time.Minute}
+				Interval: 50 * time.Millisecond, LeaseTTL: time.Second, RepairAfter: time.Second}
 		}
 		actx, killA := context.WithCancel(ctx)
 		a := matchmaking.NewMatcher(mcfg("a", &dying{RoomOpener: e.rooms, after: 3, kill: killA}))
@@ -1078,22 +1079,31 @@ func (s *stalling) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int
 // personal log holds (of any match for id "").
 func matchFoundLogged(t *testing.T, e env, uid, id string) int {
 	t.Helper()
-	xs, err := e.rooms.Client().XRange(context.Background(), e.rooms.UserLogs().KeysOf(uid).Log, "-", "+").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, x := range xs {
-		d, _ := x.Values["d"].(string)
-		var ev struct {
-			Type    string `json:"type"`
-			MatchID string `json:"matchId"`
-		}
-		if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == players.EventMatchFound && (id == "" || ev.MatchID == id) {
+	for _, ev := range matchFounds(t, e, uid) {
+		if id == "" || ev.MatchID == id {
 			n++
 		}
 	}
 	return n
+}
+
+// matchFounds is the match_found events uid's log holds.
+func matchFounds(t *testing.T, e env, uid string) []players.MatchFoundEvent {
+	t.Helper()
+	xs, err := e.rooms.Client().XRange(context.Background(), e.rooms.UserLogs().KeysOf(uid).Log, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []players.MatchFoundEvent
+	for _, x := range xs {
+		d, _ := x.Values["d"].(string)
+		var ev players.MatchFoundEvent
+		if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == players.EventMatchFound {
+			found = append(found, ev)
+		}
+	}
+	return found
 }
 
 // queueParties queues a ticket of mode ffa in eu for each party (its
@@ -1798,4 +1808,77 @@ func TestModesReadIdleShardsOnceASecond(t *testing.T) {
 		modes("duel's found empty", []string{other}, e.tickets.ModesKey("duel"), e.tickets.ModesKey(other))
 		modes("duel's no longer read", []string{other}, e.tickets.ModesKey(other))
 	})
+}
+
+// A match's seats are held for its mode's seatHold, and each user's
+// match_found says until when (seatHeldUntil): a user who joins before
+// it takes the seat; one who comes after it finds the private room closed
+// to them (404), as README says. The hold was 15 s for every mode, and
+// the event did not say it (a matchmaking tester's find).
+func TestMatchSeatsHeldForTheModesHold(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {seatHold: 1s}\n  joust: {}\n")
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		// rated apart, so that d0 and j0, the first in rating order, own
+		// the rooms, and d1 and j1 get the seats
+		for i, u := range []string{"d0", "d1", "j0", "j1"} {
+			mode := map[byte]string{'d': "duel", 'j': "joust"}[u[0]]
+			if _, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}, Rating: rating(float64(1000 + i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a", RepairAfter: time.Hour})
+		before := time.Now()
+		if held := m.Round(ctx); len(held) != 2 {
+			t.Fatalf("the round held %v, want both modes", held)
+		}
+		after := time.Now()
+		until := map[string]time.Time{}
+		for _, c := range []struct {
+			user string
+			hold time.Duration
+		}{{"d1", time.Second}, {"j1", matchmaking.DefaultSeatHold}} {
+			ev := loggedMatchFound(t, e, c.user)
+			at, err := time.Parse(time.RFC3339Nano, ev.SeatHeldUntil)
+			if err != nil || at.Before(before.Add(c.hold).Truncate(time.Millisecond)) || at.After(after.Add(c.hold)) {
+				t.Fatalf("%s's match_found: seatHeldUntil %q (%v), want the mode's hold of %s after the match, between %s and %s",
+					c.user, ev.SeatHeldUntil, err, c.hold, before.Add(c.hold).Format(time.RFC3339Nano), after.Add(c.hold).Format(time.RFC3339Nano))
+			}
+			if rm, _, err := e.rooms.Get(ctx, ev.RoomID, false); err != nil || rm.ReservedSeats != 1 {
+				t.Fatalf("%s's room %s: %d seats held (%v), want 1", c.user, ev.RoomID, rm.ReservedSeats, err)
+			}
+			until[c.user] = at
+			if _, err := e.rooms.Join(ctx, player("nobody"), ev.RoomID); !errors.Is(err, rooms.ErrRoomNotFound) {
+				t.Fatalf("a user of no match joins %s: %v, want ErrRoomNotFound", ev.RoomID, err)
+			}
+		}
+		if _, err := e.rooms.Join(ctx, player("j1"), loggedMatchFound(t, e, "j1").RoomID); err != nil {
+			t.Fatalf("j1 joins within the hold: %v", err)
+		}
+		// past it, the janitor's first visit of the room drops the hold
+		time.Sleep(time.Until(until["d1"]) + 100*time.Millisecond)
+		for shard := range shards {
+			if _, err := e.rooms.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d1 := loggedMatchFound(t, e, "d1").RoomID
+		if rm, _, err := e.rooms.Get(ctx, d1, false); err != nil || rm.ReservedSeats != 0 {
+			t.Fatalf("d1's room %s past its hold, after the janitor: %d seats held (%v), want none", d1, rm.ReservedSeats, err)
+		}
+		if _, err := e.rooms.Join(ctx, player("d1"), d1); !errors.Is(err, rooms.ErrRoomNotFound) {
+			t.Fatalf("d1 joins after its seatHeldUntil: %v, want ErrRoomNotFound (the seat gone, the room private)", err)
+		}
+	})
+}
+
+// loggedMatchFound is the one match_found uid's log holds.
+func loggedMatchFound(t *testing.T, e env, uid string) players.MatchFoundEvent {
+	t.Helper()
+	found := matchFounds(t, e, uid)
+	if len(found) != 1 {
+		t.Fatalf("%s's log holds %d match_found, want 1", uid, len(found))
+	}
+	return found[0]
 }

@@ -974,8 +974,12 @@ func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchF
 	if s.following != nil && e.Leader != "" && e.Leader != uid {
 		once.From, once.Following, once.Counted = e.Leader, s.following(uid), true
 	}
-	_, err := s.logs.SendEventOnceBy(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
-		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team},
+	ev := players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
+		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team}
+	if !e.SeatHeldUntil.IsZero() {
+		ev.SeatHeldUntil = players.Timestamp(e.SeatHeldUntil)
+	}
+	_, err := s.logs.SendEventOnceBy(ctx, uid, ev,
 		once,
 		func(ctx context.Context, call redisx.Call) (any, error) {
 			// a send writes, its key known or not (Renew)

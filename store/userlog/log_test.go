@@ -213,12 +213,21 @@ func TestLogCapAndAcks(t *testing.T) {
 // rest after its cursor given), a catch-up's gap; a resume from past the
 // expired events is whole. The opening's position (From) moves past the
 // expired events before every kept one, and Past names the last one after
-// every kept one, so that the stream's position passes them.
+// every kept one, so that the stream's position passes them. The openings
+// count what they found expired (Config.Expired: the metric), the
+// catch-ups nothing (their client resumes into an opening that counts).
 func TestEventsExpireByTheirAge(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
+		var counted atomic.Int64
 		st := storetest.Open(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
-			Offline: userlog.Config{TTL: time.Hour}})
+			Offline: userlog.Config{TTL: time.Hour, Expired: func(n int) { counted.Add(int64(n)) }}})
+		count := func(step string, want int64) {
+			t.Helper()
+			if n := counted.Load(); n != want {
+				t.Fatalf("after %s: %d events counted expired, want %d", step, n, want)
+			}
+		}
 		l, now := st.UserLogs(), time.Now().UTC()
 		// inbox sends events aged ages to a new user; returns the user and
 		// its log's entries
@@ -251,6 +260,7 @@ func TestEventsExpireByTheirAge(t *testing.T) {
 			t.Fatalf("replayed seqs %v, lost %v, from %d-%s, past %d, %v; want [3 4] (the two younger than the TTL), lost, from 2 (past the expired), no past",
 				seqsOf(o), o.Lost, o.From, o.Tag, o.Past, err)
 		}
+		count("the first opening", 2)
 		for _, c := range []struct {
 			from      int
 			gap, lost bool
@@ -265,6 +275,7 @@ func TestEventsExpireByTheirAge(t *testing.T) {
 				t.Errorf("catch-up from %d: %d events, gap %v, %v; want gap %v", c.from, len(evs), gap, err, c.gap)
 			}
 		}
+		count("the resumes from 1 and 2 (and their catch-ups)", 3)
 		// times out of their order (a room's close stored before a message
 		// logged first, or instances' clocks apart): the position moves
 		// past the expired events before every kept one only, and Past
@@ -294,6 +305,7 @@ func TestEventsExpireByTheirAge(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		count("the openings of the mixed and the expired inboxes", 10)
 	})
 }
 

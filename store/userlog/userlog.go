@@ -99,6 +99,12 @@ type Config struct {
 	// Dropped, when set, is told how many undelivered or kept events a cap
 	// dropped (for metrics).
 	Dropped func(n int)
+	// Expired, when set, is told how many events past the TTL a session's
+	// opening found after its platform's position, which its client is
+	// told it missed (for metrics; counted by the opening only, not by the
+	// live catch-ups that end at such events: their client resumes into
+	// an opening).
+	Expired func(n int)
 }
 
 // Check returns an error for a bound out of range (after defaults).

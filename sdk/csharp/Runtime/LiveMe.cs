@@ -9,7 +9,7 @@ namespace RealSync
     /// Pending), presence (UserId, Presence), session_replaced (Session, By: this session ended),
     /// message (Message, FromUserId, FromName, FromServer, MessageId), invite (RoomId, Name, Mode,
     /// Region, InviteCode, FromUserId, FromName, FromServer, MessageId), kicked and banned (RoomId), room_closed (RoomId,
-    /// Reason), match_found (RoomId: a seat is held; TicketId, MatchId, Mode, Region, Team). Every
+    /// Reason), match_found (RoomId: a seat is held until SeatHeldUntil; TicketId, MatchId, Mode, Region, Team). Every
     /// event but presence carries Seq, every event Ts. Data holds the whole payload.</summary>
     public class UserEvent
     {
@@ -60,6 +60,11 @@ namespace RealSync
         public string MatchId;
         /// <summary>match_found: the user's team, 0-based.</summary>
         public int Team;
+        /// <summary>match_found: until when the user's seat in RoomId is held (UTC, the server's clock, as Ts):
+        /// join before it; past it the seat may be given away (JoinRoomAsync: 404 ROOM_NOT_FOUND), and the
+        /// ticket stays matched: queue again. DateTime.MinValue when the event does not say (a server
+        /// before 2026-12-07).</summary>
+        public DateTime SeatHeldUntil;
         /// <summary>Logged events (all but presence and session_replaced): the event's position in the user's
         /// log; session_replaced: the log's position at the replacement (it is not logged); presence: 0.</summary>
         public long Seq;
@@ -104,7 +109,7 @@ namespace RealSync
         public event Action<UserEvent> RemovedFromRoom;
         /// <summary>A room the user was in closed.</summary>
         public event Action<UserEvent> RoomClosed;
-        /// <summary>A matchmaking ticket was matched: a seat is held in RoomId.</summary>
+        /// <summary>A matchmaking ticket was matched: a seat is held in RoomId until SeatHeldUntil.</summary>
         public event Action<UserEvent> MatchFound;
         /// <summary>Any event, after its own C# event.</summary>
         public event Action<UserEvent> Change;
@@ -153,6 +158,7 @@ namespace RealSync
             e.TicketId = data.String("ticketId");
             e.MatchId = data.String("matchId");
             e.Team = data.Int("team");
+            e.SeatHeldUntil = data.Time("seatHeldUntil");
             e.MessageId = data.String("messageId");
             var from = data.Object("from");
             if (from != null)

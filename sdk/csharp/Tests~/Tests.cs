@@ -1429,6 +1429,9 @@ static class Tests
             Check.Eq(mode, fa.Mode, "the mode");
             Check.Eq("eu", fb.Region, "the region");
             Check.Eq(0, fa.Team + fb.Team, "one team (a mode without rules: one of 2 players)");
+            // the default hold, 15 s from the match's room, which ts follows (the same clock)
+            var held = fb.SeatHeldUntil - fb.Ts;
+            Check.True(held > TimeSpan.Zero && held <= TimeSpan.FromSeconds(15), "seatHeldUntil 15 s after the room: " + fb.SeatHeldUntil.ToString("o") + " against ts " + fb.Ts.ToString("o"));
             Check.Eq(fa.RoomId, (await bob.JoinRoomAsync(fb.RoomId)).Room.Id, "bob takes his held seat");
             var read = await bob.GetTicketAsync(tb.TicketId);
             Check.Eq("matched", read.Status, "matched");

@@ -39,7 +39,7 @@ export interface MeEvents {
   snapshot: Schemas["UserSnapshotEvent"];
   presence: Schemas["UserPresenceEvent"];
   session_replaced: Schemas["UserSessionReplacedEvent"];
-  /** A ticket of the user was matched: join roomId (a seat is held for the user). */
+  /** A ticket of the user was matched: join roomId before seatHeldUntil (a seat is held for the user till then). */
   match_found: Schemas["UserMatchFoundEvent"];
   /** A direct message to the user (sendDirectMessage). */
   message: Schemas["UserMessageEvent"];

@@ -791,7 +791,8 @@ export interface paths {
          *
          *     A mode with `backfill` fills its waiting match rooms first: a ticket
          *     may be matched into an existing match room with a free seat (a
-         *     seat held for its users, 15 s). A match room takes backfill up to
+         *     seat held for its users for the mode's `seatHold`, 15 s by default,
+         *     until the `seatHeldUntil` of their `match_found`). A match room takes backfill up to
          *     its mode's size only, whatever `maxPlayers` its owner set since; a
          *     room that banned or kicked one of the ticket's users, that one of
          *     them is already in or holds a seat of, never takes the ticket, which
@@ -2436,7 +2437,7 @@ export interface components {
             platform: string;
             /** @description This stream's session id (session_replaced names the session it ends). */
             session: string;
-            /** @description Logged events were missed: the stream resumed from a Last-Event-ID the log could not serve (trimmed, expired, another history), or this platform's offline inbox lost events before they were delivered (the personal log's cap, REALSYNC_OFFLINE_MAX, dropped them; counted by realsync_offline_dropped_total). A client refreshes what it derives from logged events (its tickets, invites). */
+            /** @description Logged events were missed: the stream resumed from a Last-Event-ID the log could not serve (trimmed, expired, another history), or this platform's offline inbox lost events before they were delivered (the personal log's cap, REALSYNC_OFFLINE_MAX, dropped them, counted by realsync_offline_dropped_total; or they expired, REALSYNC_OFFLINE_TTL, counted by realsync_offline_expired_total). A client refreshes what it derives from logged events (its tickets, invites). */
             resync: boolean;
             /** @description The logged events that follow at once: what was sent while no session of this platform took it (its offline inbox), in order. Only the other sessions' session_replaced among them are not written. */
             pending: number;
@@ -2503,12 +2504,17 @@ export interface components {
             ts: string;
             ticketId: string;
             matchId: string;
-            /** @description The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id. The seat is held 15 s from the match (about ts): a match_found read later (from the offline inbox) may name a room the user can no longer join (404 ROOM_NOT_FOUND, the room being private), and the ticket stays matched: queue again. */
+            /** @description The match's room: a private room with a seat reserved for the user until seatHeldUntil (its owner, in it already, for the match's first ticket's leader). Join it by id. A match_found read after seatHeldUntil (from the offline inbox) may name a room the user can no longer join (404 ROOM_NOT_FOUND, the room being private), and the ticket stays matched: queue again. */
             roomId: string;
             mode: string;
             region: string;
             /** @description The user's team, 0-based. */
             team: number;
+            /**
+             * Format: date-time
+             * @description Until when the user's seat in the room is held at least (the mode's seatHold, 15 s by default, counted from just before the match's room was made; the server's clock, as ts): join before it. Past it the seat may be given away, and a private room answers 404 ROOM_NOT_FOUND to a user without one. A join before it can still be refused when the room changed meanwhile (its owner banned the user, started or closed it). Absent from an event logged by a release before 2026-12-07.
+             */
+            seatHeldUntil?: string;
         };
         UserInviteEvent: {
             /**

@@ -87,7 +87,7 @@ describe("personal stream", () => {
     const streams = [eve.c.me("pc"), finn.c.me("console")];
     try {
       await Promise.all(streams.map((s) => s.ready));
-      const found = streams.map((s) => new Promise<{ roomId: string; matchId: string; ticketId: string; team: number }>(
+      const found = streams.map((s) => new Promise<{ roomId: string; matchId: string; ticketId: string; team: number; ts: string; seatHeldUntil?: string }>(
         (resolve) => s.on("match_found", resolve)));
       const mode = `duel${Date.now() % 100000}`;
       const te = await eve.c.createTicket({ mode, regions: ["eu"], rating: 1500 }, `k-${mode}`);
@@ -100,6 +100,9 @@ describe("personal stream", () => {
       assert.equal(ff?.ticketId, tf.ticketId);
       assert.equal(fe?.matchId, ff?.matchId);
       assert.equal(fe?.roomId, ff?.roomId);
+      // finn's seat (eve, the lower rated, owns the room): held the default 15 s from the room's making, which ts follows
+      const held = Date.parse(ff?.seatHeldUntil ?? "") - Date.parse(ff?.ts ?? "");
+      assert.ok(held > 0 && held <= 15000, `seatHeldUntil ${ff?.seatHeldUntil} against ts ${ff?.ts}`);
       const roomId = fe?.roomId ?? "";
       for (const p of [eve, finn]) {
         if (!(await p.c.myRooms()).some((r) => r.id === roomId)) await p.c.joinRoom(roomId); // the seat held for p
