@@ -126,6 +126,10 @@ func ticketBody(t matchmaking.Ticket) oapi.Ticket {
 			room := t.RoomID
 			out.RoomId = &room
 		}
+		if !t.SeatHeldUntil.IsZero() {
+			until := t.SeatHeldUntil
+			out.SeatHeldUntil = &until
+		}
 	}
 	return out
 }

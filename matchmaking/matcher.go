@@ -926,7 +926,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 	if held != nil {
 		return false, held
 	}
-	return m.cfg.Queue.Assign(ctx, match, room)
+	return m.cfg.Queue.Assign(ctx, match, room, until)
 }
 
 // seat makes match's room or holds its seats of a backfill's, and commits

@@ -167,9 +167,10 @@ type Queue interface {
 	// they were told of. Committing again to the same room changes nothing (a
 	// repair's, and waits again).
 	Commit(ctx context.Context, m Match, roomID string) (bool, error)
-	// Assign records m's room on its tickets and ends m's pending record;
-	// ended is false when another completion of m ended it first.
-	Assign(ctx context.Context, m Match, roomID string) (ended bool, err error)
+	// Assign records m's room on its tickets, with the end of its seats'
+	// hold (seatsUntil: MatchFound.SeatHeldUntil), and ends m's pending
+	// record; ended is false when another completion of m ended it first.
+	Assign(ctx context.Context, m Match, roomID string, seatsUntil time.Time) (ended bool, err error)
 	// Requeue puts m's tickets back in the queue (searching, or expired
 	// past their TTL), takes them off m's pending record (ending it when
 	// they were all of its tickets) and leaves m's room among the backfill

@@ -499,7 +499,7 @@ func (q *deadLeftovers) Get(context.Context, string) (Ticket, error) {
 	return Ticket{}, ErrTicketNotFound
 }
 func (q *deadLeftovers) Commit(context.Context, Match, string) (bool, error) { return true, nil }
-func (q *deadLeftovers) Assign(_ context.Context, m Match, _ string) (bool, error) {
+func (q *deadLeftovers) Assign(_ context.Context, m Match, _ string, _ time.Time) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.assigned[m.ID] = true

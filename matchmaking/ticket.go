@@ -33,13 +33,16 @@ type Ticket struct {
 	Status       Status
 	CreatedAt    time.Time
 	ExpiresAt    time.Time
-	// Set once matched: the match, its room (once created), the region
-	// and the ticket's team (0-based).
-	MatchID   string
-	RoomID    string
-	Region    string
-	Team      int
-	MatchedAt time.Time
+	// Set once matched: the match, its room (once created) and until when
+	// its seats are held there (MatchFound.SeatHeldUntil; zero for a
+	// ticket matched by a release before it), the region and the
+	// ticket's team (0-based).
+	MatchID       string
+	RoomID        string
+	SeatHeldUntil time.Time
+	Region        string
+	Team          int
+	MatchedAt     time.Time
 	// Set when read: the window now and the time waited (searching).
 	Window float64
 	Waited time.Duration

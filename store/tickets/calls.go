@@ -86,12 +86,13 @@ const MaxBarred = 16
 // assignCall is ticket_assign.lua.
 type assignCall struct {
 	tickets, pending, match, room string
+	until                         int64 // ms, 0: not known
 	ids                           []string
 }
 
 func (assignCall) Script() *redisx.Script { return assignScript }
 func (c assignCall) KeysArgs() ([]string, []any) {
-	args := []any{c.match, c.room}
+	args := []any{c.match, c.room, max(c.until, 0)}
 	for _, id := range c.ids {
 		args = append(args, id)
 	}

@@ -1813,8 +1813,9 @@ func TestModesReadIdleShardsOnceASecond(t *testing.T) {
 // A match's seats are held for its mode's seatHold, and each user's
 // match_found says until when (seatHeldUntil): a user who joins before
 // it takes the seat; one who comes after it finds the private room closed
-// to them (404), as README says. The hold was 15 s for every mode, and
-// the event did not say it (a matchmaking tester's find).
+// to them (404), as README says; the ticket says it too
+// (Ticket.SeatHeldUntil). The hold was 15 s for every mode, and neither
+// said it (a matchmaking tester's find).
 func TestMatchSeatsHeldForTheModesHold(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {seatHold: 1s}\n  joust: {}\n")
 	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
@@ -1822,11 +1823,14 @@ func TestMatchSeatsHeldForTheModesHold(t *testing.T) {
 		e := open(t, b, rs)
 		// rated apart, so that d0 and j0, the first in rating order, own
 		// the rooms, and d1 and j1 get the seats
+		ids := map[string]string{}
 		for i, u := range []string{"d0", "d1", "j0", "j1"} {
 			mode := map[byte]string{'d': "duel", 'j': "joust"}[u[0]]
-			if _, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}, Rating: rating(float64(1000 + i))}); err != nil {
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}, Rating: rating(float64(1000 + i))})
+			if err != nil {
 				t.Fatal(err)
 			}
+			ids[u] = tk.ID
 		}
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a", RepairAfter: time.Hour})
 		before := time.Now()
@@ -1849,6 +1853,10 @@ func TestMatchSeatsHeldForTheModesHold(t *testing.T) {
 				t.Fatalf("%s's room %s: %d seats held (%v), want 1", c.user, ev.RoomID, rm.ReservedSeats, err)
 			}
 			until[c.user] = at
+			// the ticket says it too, once it names the room
+			if tk, err := e.tickets.Get(ctx, ids[c.user]); err != nil || tk.RoomID != ev.RoomID || !tk.SeatHeldUntil.Equal(at) {
+				t.Fatalf("%s's ticket %s: %s, room %q, seats held until %s (%v); want %s until %s, as match_found says", c.user, ids[c.user], tk.Status, tk.RoomID, tk.SeatHeldUntil, err, ev.RoomID, at)
+			}
 			if _, err := e.rooms.Join(ctx, player("nobody"), ev.RoomID); !errors.Is(err, rooms.ErrRoomNotFound) {
 				t.Fatalf("a user of no match joins %s: %v, want ErrRoomNotFound", ev.RoomID, err)
 			}

@@ -351,6 +351,7 @@ type state struct {
 	Tm  int    `json:"tm"`
 	Mat int64  `json:"mat"`
 	Rm  string `json:"rm"`
+	Su  int64  `json:"su"`
 }
 
 // Add implements matchmaking.Queue with one script.
@@ -427,6 +428,9 @@ func (s *Store) Get(ctx context.Context, id string) (matchmaking.Ticket, error) 
 		MatchID: st.Mid, RoomID: st.Rm, Region: st.Reg, Team: st.Tm}
 	if st.Mat > 0 {
 		t.MatchedAt = time.UnixMilli(st.Mat).UTC()
+	}
+	if st.Su > 0 {
+		t.SeatHeldUntil = time.UnixMilli(st.Su).UTC()
 	}
 	return t, nil
 }
@@ -530,9 +534,9 @@ func (s *Store) Pending(ctx context.Context, mode string) ([]matchmaking.Match, 
 }
 
 // Assign implements matchmaking.Queue with one script.
-func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
+func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string, seatsUntil time.Time) (bool, error) {
 	_, rest, err := status(s.b.Runner.Run(ctx, assignCall{tickets: s.modeTickets(m.Mode), pending: s.pending(m.Mode),
-		match: m.ID, room: roomID, ids: ticketIDs(m)}).Result())
+		match: m.ID, room: roomID, until: seatsUntil.UnixMilli(), ids: ticketIDs(m)}).Result())
 	if err != nil {
 		return false, err
 	}

@@ -561,7 +561,7 @@ func TestLostClaimStillOneActiveTicket(t *testing.T) {
 		if _, err := trio("v1"); !errors.Is(err, matchmaking.ErrTicketActive) {
 			t.Fatalf("v1's create while matched without a room: %v, want TICKET_ACTIVE", err)
 		}
-		if _, err := e.tickets.Assign(ctx, p.Matches[0], "r1"); err != nil {
+		if _, err := e.tickets.Assign(ctx, p.Matches[0], "r1", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := trio("v1"); err != nil {

@@ -278,6 +278,9 @@ namespace RealSync
         public string Region;
         /// <summary>Matched: the match's room (null until made).</summary>
         public string RoomId;
+        /// <summary>Matched, with RoomId: until when the seats of the ticket's users are held in the room
+        /// (UserEvent.SeatHeldUntil of their match_found; DateTime.MinValue when the server does not say).</summary>
+        public DateTime SeatHeldUntil;
         /// <summary>Matched: the ticket's team, 0-based.</summary>
         public int Team;
         /// <summary>The attributes it was created with (empty when none).</summary>
@@ -312,7 +315,7 @@ namespace RealSync
                 Window = Number(o, "window"), WaitedSeconds = Number(o, "waitedSeconds"),
                 MatchId = o.String("matchId"), Region = o.String("region"), RoomId = o.String("roomId"), Team = o.Int("team"),
                 Attributes = o.Object("attributes") ?? new JsonObject(),
-                MatchedAt = o.Time("matchedAt"),
+                MatchedAt = o.Time("matchedAt"), SeatHeldUntil = o.Time("seatHeldUntil"),
             };
         }
     }

@@ -1436,6 +1436,7 @@ static class Tests
             var read = await bob.GetTicketAsync(tb.TicketId);
             Check.Eq("matched", read.Status, "matched");
             Check.Eq(fb.RoomId, read.RoomId, "the ticket names the room");
+            Check.Eq(fb.SeatHeldUntil, read.SeatHeldUntil, "the ticket says until when the seats are held, as match_found does");
             Check.True(read.MatchedAt > DateTime.UtcNow.AddMinutes(-5), "matchedAt: " + read.MatchedAt.ToString("o"));
             await Check.Throws(409, "TICKET_MATCHED", () => bob.CancelTicketAsync(tb.TicketId), "a matched ticket is not cancelled");
         }

@@ -112,6 +112,7 @@ describe("personal stream", () => {
       const t = await finn.c.getTicket(tf.ticketId);
       assert.equal(t.status, "matched");
       assert.equal(t.roomId, roomId);
+      assert.equal(Date.parse(t.seatHeldUntil ?? ""), Date.parse(ff?.seatHeldUntil ?? ""), "the ticket's seatHeldUntil, as match_found's");
       await assert.rejects(finn.c.cancelTicket(tf.ticketId),
         (e) => e instanceof RealSyncError && e.code === "TICKET_MATCHED" && e.status === 409,
         "a matched ticket cannot be cancelled");
