@@ -394,6 +394,59 @@ func TestRestoredRoomResyncsStreams(t *testing.T) {
 	})
 }
 
+// A room restored to an older version under its streams, whose writes
+// since reach the version the streams had (so the position check, which
+// compares versions, sees nothing): the live event of that version, of
+// another history, gives the streams a snapshot, and the events after it.
+// They dropped the new history's events as already seen, and went on from
+// the old one (a tester's find).
+func TestRestoredRoomWrittenBackToItsVersionResyncs(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		if b.Name == "embedded" {
+			t.Skip("miniredis cannot DUMP a hash")
+		}
+		e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = time.Hour })
+		ctx := context.Background()
+		id := e.room(t, bob)
+		cl := newClient()
+		e.serve(t, bob, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 3)
+		backup := map[string]string{}
+		for _, k := range e.st.RoomKeys(id) {
+			if v, err := e.st.Client().Dump(ctx, k).Result(); err == nil {
+				backup[k] = v
+			}
+		}
+		for i := range 3 {
+			e.patch(t, alice, id, i)
+		}
+		cl.waitFor(t, 6)
+		for k, v := range backup {
+			if err := e.st.Client().RestoreReplace(ctx, k, 0, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 3 { // versions 4, 5 and 6 again, of another history
+			e.patch(t, alice, id, 10+i)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for l := last(cl.all()); l.Type != "snapshot" || l.Version != 6; l = last(cl.all()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no snapshot of the new history at version 6; last frame %+v", l)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if l := last(cl.all()); !strings.Contains(l.Data, `"n":12`) {
+			t.Errorf("the snapshot of version 6 is not the new history's: %s", l.Data)
+		}
+		e.patch(t, alice, id, 99)
+		fs := cl.waitFor(t, 7)
+		if l := last(fs); l.Type != "state" || l.Version != 7 || !strings.Contains(l.Data, `"n":99`) {
+			t.Errorf("after the snapshot: %+v", l)
+		}
+	})
+}
+
 // A room's only stream closing while the next one opens: the new stream
 // still gets live events (unsubscribing the old never undoes the new
 // subscription).

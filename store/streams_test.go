@@ -56,6 +56,9 @@ func TestOpenStreamReadsSnapshotOrReplay(t *testing.T) {
 			{"same history", sse.Cursor{Set: true, Version: 3, Tag: tag}, false, []int64{4}},
 			{"tagless id", sse.Cursor{Set: true, Version: 2}, false, []int64{3, 4}},
 			{"from the start", sse.Cursor{Set: true, Version: 0}, false, []int64{1, 2, 3, 4}},
+			// no event has id 0-<tag>: a tag made up, not the whole log
+			{"from the start, tagged", sse.Cursor{Set: true, Version: 0, Tag: tag}, true, nil},
+			{"from the start, made up", sse.Cursor{Set: true, Version: 0, Tag: "madeup"}, true, nil},
 			{"up to date", sse.Cursor{Set: true, Version: 4}, false, nil},
 			{"other history", sse.Cursor{Set: true, Version: 3, Tag: "zzzzzz"}, true, nil},
 			{"from the future", sse.Cursor{Set: true, Version: 99}, true, nil},

@@ -49,6 +49,10 @@ if read == 'none' then return {'OK', pid, ver, 'none'} end
 
 -- replayable: the log holds the cursor's entry with the same tag (or, for a
 -- tagless cursor, the entry right after it), and not too much came since.
+-- A tagged cursor at version 0 has no entry to check its tag against: no
+-- event has that id, so it is not ours (a snapshot), where it replayed the
+-- whole log, what happened before the caller joined included (a tester's
+-- find: a deleted state key's value read back with "0-madeup").
 local function replayable()
   if read ~= 'after' or after > ver or ver - after > limit then return nil end
   if after == ver and after_tag == '' then return {} end
@@ -58,7 +62,7 @@ local function replayable()
   if not first then return nil end
   local fv = tonumber(string.match(first[1], '^(%d+)'))
   if after == 0 then
-    if fv ~= 1 then return nil end
+    if fv ~= 1 or after_tag ~= '' then return nil end
     return entries
   end
   if fv ~= after then return nil end
