@@ -143,6 +143,12 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		if routeExtras[route] == "guess" && decisions != nil {
 			defer s.keepGuesses(r, checks, decisions) // also when refused here: a 429 is no wrong code
 		}
+		if routeExtras[route] == "opens" && !ok {
+			// a stream another limit refused was not opened (a tester's
+			// find: a client refused by the stream class's limit used
+			// up its opens too, and waited on both)
+			s.giveBack(r, allowed(checks, decisions, "opens"), "a stream open")
+		}
 		defer s.handBackRoomCounts(r) // the route's, and an invite's inbox (limitInbox)
 		if ok {
 			next.ServeHTTP(w, r)
@@ -291,16 +297,18 @@ func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions [
 	if x == nil || x.status == http.StatusNotFound {
 		return
 	}
-	var back []limits.Check
+	s.giveBack(r, allowed(checks, decisions, "guess"), "a guess")
+}
+
+// allowed is the checks named name that decisions allowed.
+func allowed(checks []limits.Check, decisions []limits.Decision, name string) []limits.Check {
+	var out []limits.Check
 	for i, c := range checks {
-		if c.Name == "guess" && decisions[i].Allowed {
-			back = append(back, c)
+		if c.Name == name && i < len(decisions) && decisions[i].Allowed {
+			out = append(out, c)
 		}
 	}
-	if len(back) == 0 {
-		return
-	}
-	s.giveBack(r, back, "a guess")
+	return out
 }
 
 // giveBack hands counts of request r back to their limits (what names

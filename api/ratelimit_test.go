@@ -385,6 +385,26 @@ func TestStreamOpensLimited(t *testing.T) {
 	e.open("/v1/lobby/events", "Authorization", "Bearer "+bob).close()
 }
 
+// A stream open refused by another limit (the stream class's) takes
+// nothing from the opens: each refusal shows the opens' budget whole but
+// for its own take, handed back after (a tester's find: 30 refused opens
+// used up the opens' burst, and the next opens waited on it).
+func TestStreamOpenRefusedElsewhereKeepsTheOpens(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "opens=3/h,stream.user=2/h")
+	alice, _ := e.guest("alice")
+	id := e.create(alice, arena)["id"].(string)
+	for range 2 {
+		want(t, e.do("POST", "/v1/rooms/"+id+"/stream-token", alice, nil), 201, "")
+	}
+	for i := range 4 {
+		r := e.do("GET", "/v1/rooms/"+id+"/events", alice, nil)
+		want(t, r, 429, "RATE_LIMITED")
+		if got := r.header.Get("RateLimit"); !strings.Contains(got, `"opens.user";r=2;`) {
+			t.Fatalf("refused open %d: RateLimit %q, want the opens at 2 (3 less this one's take, the others' handed back)", i+1, got)
+		}
+	}
+}
+
 // Only wrong invite codes count as guesses: a right code never uses the
 // budget; once it is used, even a right code waits.
 func TestCodeGuessesLimited(t *testing.T) {
