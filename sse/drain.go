@@ -49,7 +49,7 @@ func (h *Hub) spreadEnds(ctx context.Context, spread time.Duration) {
 	}
 	spread = spreadOf(len(all), spread, h.cfg.ShutdownRate)
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	h.cfg.Log.Info("sse: ending the streams over the shutdown's spread", "streams", len(all), "spread", spread)
+	h.cfg.Log.Info("sse: ending the streams over the shutdown's spread", "streams", len(all), "spread", spread.Round(time.Millisecond))
 	t := time.NewTicker(spreadTick)
 	defer t.Stop()
 	endOver(ctx, all, spread, time.Now(), t.C)

@@ -166,3 +166,33 @@ func TestRenewalErrorNamesTheFailedLoad(t *testing.T) {
 		t.Fatalf("renewal error %v, want the load's refusal", err)
 	}
 }
+
+// An ACL user without a channel of the shards' form (Redis 7 gives a new
+// user none), or without their keys ({<prefix>:…}), is refused at Init,
+// Redis' NOPERM said, which realsyncd waits out: with it, every write
+// answered 500 (its script could not publish) while the instance was
+// ready, and without the keys the instance stopped once connected. With
+// both it opens.
+func TestInitChecksTheUsersAccess(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		rules []string
+		want  string
+	}{
+		{"no channels", []string{"resetchannels", "~*", "+@all"}, "NOPERM"},
+		{"no shard keys", []string{"resetchannels", "~acl:*", "&*", "+@all"}, "NOPERM"},
+		{"as README says", []string{"resetchannels", "~acl:*", "~{acl:*", "&{acl:*", "+@all"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, _ := aclServer(t, nil, "app", c.rules...)
+			s, err := store.Open(ctx, store.Config{RedisURL: b.URL, Prefix: "acl", Shards: 4})
+			if err == nil {
+				defer s.Close()
+			}
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("Init: %v, want %q", err, c.want)
+			}
+		})
+	}
+}

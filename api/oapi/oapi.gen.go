@@ -513,7 +513,7 @@ type Instance struct {
 	// StartedAt When the instance started (its clock).
 	StartedAt time.Time `json:"startedAt"`
 
-	// Streams Open room and lobby event streams at its last heartbeat.
+	// Streams Open event streams (room, lobby and personal) at its last heartbeat.
 	Streams int `json:"streams"`
 
 	// Version Build version (module version, else VCS revision, `-dirty` when modified; `devel` when unknown).

@@ -509,6 +509,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadLogFormat", []string{"REALSYNC_LOG_FORMAT=yaml"}, 2, "REALSYNC_LOG_FORMAT"},
 		{"BadMetricsAddr", []string{"REALSYNC_METRICS_ADDR=9090"}, 2, "REALSYNC_METRICS_ADDR"},
 		{"MetricsAddrInUse", []string{"REALSYNC_METRICS_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_METRICS_ADDR"},
+		{"AddrInUse", []string{"REALSYNC_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_ADDR: listen tcp"},
+		{"RetriesNever", []string{"REALSYNC_REDIS_URL=redis://" + addr + "/0?max_retries=-2"}, 2, "REALSYNC_REDIS_URL: max_retries=-2"},
 		{"PprofAddrInUse", []string{"REALSYNC_PPROF_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_PPROF_ADDR"}, // it ran without the profiler
 		{"BadShutdownTimeout", []string{"REALSYNC_SHUTDOWN_TIMEOUT=0s"}, 2, "REALSYNC_SHUTDOWN_TIMEOUT"},
 		{"TLSCertWithoutKey", []string{"REALSYNC_TLS_CERT=/nonexistent/cert.pem"}, 2, "REALSYNC_TLS_KEY"},

@@ -249,7 +249,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	srv.Handler = (&headerDeadline{timeout: cfg.ReadHeaderTimeout}).install(srv, handler)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("REALSYNC_ADDR: %w", err) // as REALSYNC_METRICS_ADDR's
 	}
 	ln = withUserTimeout(ln, cfg.TCPUserTimeout, log) // a client that vanished: its stream ends
 	ln, lastSends := gatherHTTP2(srv, ln)             // HTTP/2 connections' writes gathered
@@ -308,7 +308,7 @@ wait:
 			break wait
 		}
 	}
-	log.Info("shutting down", "streams", hub.Streams(), "spread", cfg.SSEShutdownSpread, "timeout", cfg.ShutdownTimeout)
+	log.Info("shutting down", "streams", hub.Streams(), "spread", cfg.SSEShutdownSpread.Round(time.Millisecond), "timeout", cfg.ShutdownTimeout)
 	stop := func(ctx context.Context) {
 		// The janitor stops first, so it takes no lease again; then the
 		// instance leaves the registry (the instance list drops it now),

@@ -131,7 +131,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Redis calls that failed for want of Redis, by command (pipeline, multi for commands sent together)."},
 			[]string{"op"}),
 		sseStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "realsync_sse_streams",
-			Help: "Open event streams, by kind (room, lobby)."}, []string{"kind"}),
+			Help: "Open event streams, by kind (room, lobby, me)."}, []string{"kind"}),
 		sseEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_sse_events_total",
 			Help: "Events written to stream clients (delivered) or not queued because a stream's queue was full (dropped)."},
 			[]string{"kind", "result"}),

@@ -26,8 +26,9 @@ const MaxPool = 10_000
 // redis.ParseURL takes but the client cannot work with are refused too:
 // a pool option outside 0..MaxPool (go-redis panics), a dial_timeout or
 // pool_timeout of 0 or below (for go-redis, no timeout: a dial or a wait
-// for a connection then fails at once, every time), a client_name Redis
-// refuses (a space, a rune outside printable ASCII).
+// for a connection then fails at once, every time), a max_retries below
+// -1 (no command is ever sent), a client_name Redis refuses (a space, a
+// rune outside printable ASCII).
 func Parse(raw string) (*redis.Options, error) {
 	o, err := redis.ParseURL(raw)
 	if err == nil {
@@ -63,6 +64,11 @@ func usable(o *redis.Options) error {
 		if d.v < 0 {
 			return fmt.Errorf("%s: must be above 0 (0 or below turns it off in go-redis, and every dial or wait for a connection fails at once); leave it out for the default", d.name)
 		}
+	}
+	if o.MaxRetries < -1 {
+		// go-redis runs a command max_retries+1 times: below -1, never,
+		// answering nil for an error (an operations tester's find)
+		return fmt.Errorf("max_retries=%d: must be -1 (no retry) or more (0: go-redis' default)", o.MaxRetries)
 	}
 	if strings.ContainsFunc(o.ClientName, func(r rune) bool { return r < '!' || r > '~' }) {
 		return fmt.Errorf("client_name %q: Redis takes printable ASCII only, no space (CLIENT SETNAME refuses it at every connection)", o.ClientName)

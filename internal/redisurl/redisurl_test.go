@@ -33,6 +33,9 @@ func TestParseHidesCredentials(t *testing.T) {
 		{name: "ClientNameSpace", raw: "redis://127.0.0.1:6379/0?client_name=game%20a", err: `client_name "game a": Redis takes printable ASCII only`},
 		{name: "ClientNameNonASCII", raw: "redis://127.0.0.1:6379/0?client_name=j%C3%A9u", err: "client_name"},
 		{name: "GoodClientName", raw: "redis://127.0.0.1:6379/0?client_name=realsync-eu~1"},
+		{name: "RetriesNever", raw: "redis://127.0.0.1:6379/0?max_retries=-2", err: "max_retries=-2: must be -1 (no retry) or more"},
+		{name: "NoRetry", raw: "redis://127.0.0.1:6379/0?max_retries=-1"},
+		{name: "Retries", raw: "redis://127.0.0.1:6379/0?max_retries=3"},
 		{name: "GoodOptions", raw: "redis://127.0.0.1:6379/0?pool_size=10000&dial_timeout=2s&read_timeout=-1&min_idle_conns=0"},
 	}
 	for _, tc := range tests {

@@ -518,7 +518,7 @@ type Instance struct {
 	// StartedAt When the instance started (its clock).
 	StartedAt time.Time `json:"startedAt"`
 
-	// Streams Open room and lobby event streams at its last heartbeat.
+	// Streams Open event streams (room, lobby and personal) at its last heartbeat.
 	Streams int `json:"streams"`
 
 	// Version Build version (module version, else VCS revision, `-dirty` when modified; `devel` when unknown).
@@ -1895,7 +1895,7 @@ type ClientInterface interface {
 	// instances registered now, oldest start first. An instance that
 	// stops cleanly is gone at once; one that dies (or loses Redis) is
 	// gone within one TTL of its death. `streams` is its number of open
-	// room and lobby event streams at its last heartbeat.
+	// event streams (room, lobby and personal) at its last heartbeat.
 	//
 	// Corresponds with GET /v1/admin/instances (the `ListInstances` operationId).
 	ListInstances(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3213,9 +3213,9 @@ type ClientInterface interface {
 	// loses its key too, so a retry then sends it again at the room's next
 	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
-	// and a client that received the lost one (its stream resumes with a
-	// `snapshot`, `resync: true`) and then gets that `messageId` again
-	// drops it.
+	// and a client that received the lost one (its stream starts over
+	// with a `snapshot` of the room's history as it now is) and then gets
+	// that `messageId` again drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -3241,9 +3241,9 @@ type ClientInterface interface {
 	// loses its key too, so a retry then sends it again at the room's next
 	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
-	// and a client that received the lost one (its stream resumes with a
-	// `snapshot`, `resync: true`) and then gets that `messageId` again
-	// drops it.
+	// and a client that received the lost one (its stream starts over
+	// with a `snapshot` of the room's history as it now is) and then gets
+	// that `messageId` again drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -3677,7 +3677,7 @@ func (c *APIClient) ReadyzHead(ctx context.Context, reqEditors ...RequestEditorF
 // instances registered now, oldest start first. An instance that
 // stops cleanly is gone at once; one that dies (or loses Redis) is
 // gone within one TTL of its death. `streams` is its number of open
-// room and lobby event streams at its last heartbeat.
+// event streams (room, lobby and personal) at its last heartbeat.
 //
 // Corresponds with GET /v1/admin/instances (the `ListInstances` operationId).
 func (c *APIClient) ListInstances(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5416,9 +5416,9 @@ func (c *APIClient) ListMessages(ctx context.Context, roomId RoomId, params *Lis
 // loses its key too, so a retry then sends it again at the room's next
 // version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
-// and a client that received the lost one (its stream resumes with a
-// `snapshot`, `resync: true`) and then gets that `messageId` again
-// drops it.
+// and a client that received the lost one (its stream starts over
+// with a `snapshot` of the room's history as it now is) and then gets
+// that `messageId` again drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -5454,9 +5454,9 @@ func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, para
 // loses its key too, so a retry then sends it again at the room's next
 // version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
-// and a client that received the lost one (its stream resumes with a
-// `snapshot`, `resync: true`) and then gets that `messageId` again
-// drops it.
+// and a client that received the lost one (its stream starts over
+// with a `snapshot` of the room's history as it now is) and then gets
+// that `messageId` again drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -8052,7 +8052,7 @@ type ClientWithResponsesInterface interface {
 	// instances registered now, oldest start first. An instance that
 	// stops cleanly is gone at once; one that dies (or loses Redis) is
 	// gone within one TTL of its death. `streams` is its number of open
-	// room and lobby event streams at its last heartbeat.
+	// event streams (room, lobby and personal) at its last heartbeat.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9416,9 +9416,9 @@ type ClientWithResponsesInterface interface {
 	// loses its key too, so a retry then sends it again at the room's next
 	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
-	// and a client that received the lost one (its stream resumes with a
-	// `snapshot`, `resync: true`) and then gets that `messageId` again
-	// drops it.
+	// and a client that received the lost one (its stream starts over
+	// with a `snapshot` of the room's history as it now is) and then gets
+	// that `messageId` again drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -9444,9 +9444,9 @@ type ClientWithResponsesInterface interface {
 	// loses its key too, so a retry then sends it again at the room's next
 	// version (the lost one's number when nothing took it, another event id),
 	// even when the answer kept for the key survived (see the parameter),
-	// and a client that received the lost one (its stream resumes with a
-	// `snapshot`, `resync: true`) and then gets that `messageId` again
-	// drops it.
+	// and a client that received the lost one (its stream starts over
+	// with a `snapshot` of the room's history as it now is) and then gets
+	// that `messageId` again drops it.
 	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -14950,7 +14950,7 @@ func (c *ClientWithResponses) ReadyzHeadWithResponse(ctx context.Context, reqEdi
 // instances registered now, oldest start first. An instance that
 // stops cleanly is gone at once; one that dies (or loses Redis) is
 // gone within one TTL of its death. `streams` is its number of open
-// room and lobby event streams at its last heartbeat.
+// event streams (room, lobby and personal) at its last heartbeat.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16567,9 +16567,9 @@ func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, room
 // loses its key too, so a retry then sends it again at the room's next
 // version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
-// and a client that received the lost one (its stream resumes with a
-// `snapshot`, `resync: true`) and then gets that `messageId` again
-// drops it.
+// and a client that received the lost one (its stream starts over
+// with a `snapshot` of the room's history as it now is) and then gets
+// that `messageId` again drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
@@ -16601,9 +16601,9 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // loses its key too, so a retry then sends it again at the room's next
 // version (the lost one's number when nothing took it, another event id),
 // even when the answer kept for the key survived (see the parameter),
-// and a client that received the lost one (its stream resumes with a
-// `snapshot`, `resync: true`) and then gets that `messageId` again
-// drops it.
+// and a client that received the lost one (its stream starts over
+// with a `snapshot` of the room's history as it now is) and then gets
+// that `messageId` again drops it.
 //
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //

@@ -593,9 +593,9 @@ export interface paths {
          *     loses its key too, so a retry then sends it again at the room's next
          *     version (the lost one's number when nothing took it, another event id),
          *     even when the answer kept for the key survived (see the parameter),
-         *     and a client that received the lost one (its stream resumes with a
-         *     `snapshot`, `resync: true`) and then gets that `messageId` again
-         *     drops it.
+         *     and a client that received the lost one (its stream starts over
+         *     with a `snapshot` of the room's history as it now is) and then gets
+         *     that `messageId` again drops it.
          *
          *     API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
          */
@@ -1456,7 +1456,7 @@ export interface paths {
          *     instances registered now, oldest start first. An instance that
          *     stops cleanly is gone at once; one that dies (or loses Redis) is
          *     gone within one TTL of its death. `streams` is its number of open
-         *     room and lobby event streams at its last heartbeat.
+         *     event streams (room, lobby and personal) at its last heartbeat.
          */
         get: operations["listInstances"];
         put?: never;
@@ -2139,7 +2139,7 @@ export interface components {
              * @description Its last heartbeat (Redis' clock).
              */
             heartbeatAt: string;
-            /** @description Open room and lobby event streams at its last heartbeat. */
+            /** @description Open event streams (room, lobby and personal) at its last heartbeat. */
             streams: number;
             /**
              * @description A digest (12 hex digits) of the settings every instance must
