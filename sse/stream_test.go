@@ -351,100 +351,80 @@ func TestVanishedRoomEndsStreams(t *testing.T) {
 }
 
 // A room restored to an older version under its streams (a backup brought
-// back) gives them a snapshot of that version within the position check
-// interval, then the events written after it.
+// back) gives them a snapshot of the history as it now is, then the
+// events written after it: found by the position check (the versions
+// differ), or, when the writes since the restore reached the streams'
+// version again (the versions equal), by the live event of that version,
+// of another history. The streams dropped the new history's events as
+// already seen, and went on from the old one (a tester's find).
 func TestRestoredRoomResyncsStreams(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
-		if b.Name == "embedded" {
-			t.Skip("miniredis cannot DUMP a hash")
-		}
-		e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = 200 * time.Millisecond })
-		ctx := context.Background()
-		id := e.room(t, bob)
-		cl := newClient()
-		e.serve(t, bob, id, sse.Cursor{}, cl)
-		cl.waitFor(t, 3)
-		backup := map[string]string{}
-		for _, k := range e.st.RoomKeys(id) {
-			if v, err := e.st.Client().Dump(ctx, k).Result(); err == nil {
-				backup[k] = v
-			}
-		}
-		for i := range 5 {
-			e.patch(t, alice, id, i)
-		}
-		cl.waitFor(t, 8)
-		for k, v := range backup {
-			if err := e.st.Client().RestoreReplace(ctx, k, 0, v).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for l := last(cl.all()); l.Type != "snapshot" || l.Version != 3; l = last(cl.all()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no snapshot of the restored version 3; last frame %+v", l)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		e.patch(t, alice, id, 99)
-		fs := cl.waitFor(t, 4)
-		if l := last(fs); l.Type != "state" || l.Version != 4 || !strings.Contains(l.Data, `"n":99`) {
-			t.Errorf("after the restore: %+v", l)
-		}
-	})
+	for _, c := range []struct {
+		name          string
+		check         time.Duration
+		before, after int // writes before the restore (of version 3), and after it
+	}{
+		{"by the position check", 200 * time.Millisecond, 5, 0},
+		{"written back to its version", time.Hour, 3, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+				if b.Name == "embedded" {
+					t.Skip("miniredis cannot DUMP a hash")
+				}
+				e := newEnv(t, b, func(cfg *sse.Config) { cfg.CheckInterval = c.check })
+				id := e.room(t, bob)
+				cl := newClient()
+				e.serve(t, bob, id, sse.Cursor{}, cl)
+				cl.waitFor(t, 3)
+				restore := backupRoom(t, e, id)
+				for i := range c.before {
+					e.patch(t, alice, id, i)
+				}
+				cl.waitFor(t, int64(3+c.before))
+				restore()
+				for i := range c.after {
+					e.patch(t, alice, id, 10+i)
+				}
+				v := int64(3 + c.after)
+				deadline := time.Now().Add(10 * time.Second)
+				for l := last(cl.all()); l.Type != "snapshot" || l.Version != v; l = last(cl.all()) {
+					if time.Now().After(deadline) {
+						t.Fatalf("no snapshot of the restored history at version %d; last frame %+v", v, l)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				if l := last(cl.all()); c.after > 0 && !strings.Contains(l.Data, fmt.Sprintf(`"n":%d`, 10+c.after-1)) {
+					t.Errorf("the snapshot of version %d is not the new history's: %s", v, l.Data)
+				}
+				e.patch(t, alice, id, 99)
+				fs := cl.waitFor(t, v+1)
+				if l := last(fs); l.Type != "state" || l.Version != v+1 || !strings.Contains(l.Data, `"n":99`) {
+					t.Errorf("after the snapshot: %+v", l)
+				}
+			})
+		})
+	}
 }
 
-// A room restored to an older version under its streams, whose writes
-// since reach the version the streams had (so the position check, which
-// compares versions, sees nothing): the live event of that version, of
-// another history, gives the streams a snapshot, and the events after it.
-// They dropped the new history's events as already seen, and went on from
-// the old one (a tester's find).
-func TestRestoredRoomWrittenBackToItsVersionResyncs(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
-		if b.Name == "embedded" {
-			t.Skip("miniredis cannot DUMP a hash")
+// backupRoom dumps room id's keys; restore brings them back as they were
+// (a backup restored under the room's streams).
+func backupRoom(t *testing.T, e *env, id string) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	backup := map[string]string{}
+	for _, k := range e.st.RoomKeys(id) {
+		if v, err := e.st.Client().Dump(ctx, k).Result(); err == nil {
+			backup[k] = v
 		}
-		e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = time.Hour })
-		ctx := context.Background()
-		id := e.room(t, bob)
-		cl := newClient()
-		e.serve(t, bob, id, sse.Cursor{}, cl)
-		cl.waitFor(t, 3)
-		backup := map[string]string{}
-		for _, k := range e.st.RoomKeys(id) {
-			if v, err := e.st.Client().Dump(ctx, k).Result(); err == nil {
-				backup[k] = v
-			}
-		}
-		for i := range 3 {
-			e.patch(t, alice, id, i)
-		}
-		cl.waitFor(t, 6)
+	}
+	return func() {
+		t.Helper()
 		for k, v := range backup {
 			if err := e.st.Client().RestoreReplace(ctx, k, 0, v).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for i := range 3 { // versions 4, 5 and 6 again, of another history
-			e.patch(t, alice, id, 10+i)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for l := last(cl.all()); l.Type != "snapshot" || l.Version != 6; l = last(cl.all()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no snapshot of the new history at version 6; last frame %+v", l)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if l := last(cl.all()); !strings.Contains(l.Data, `"n":12`) {
-			t.Errorf("the snapshot of version 6 is not the new history's: %s", l.Data)
-		}
-		e.patch(t, alice, id, 99)
-		fs := cl.waitFor(t, 7)
-		if l := last(fs); l.Type != "state" || l.Version != 7 || !strings.Contains(l.Data, `"n":99`) {
-			t.Errorf("after the snapshot: %+v", l)
-		}
-	})
+	}
 }
 
 // A room's only stream closing while the next one opens: the new stream
