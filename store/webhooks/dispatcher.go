@@ -38,8 +38,11 @@ import (
 //     deletes the entry, in one script: one endpoint's failure never
 //     re-sends to another. An endpoint whose backlog in the shard (its
 //     deliveries in the stream and in the retries) has reached MaxBacklog
-//     gets none: the event goes to the dead letters for it, untried, its
-//     lastError saying why (ErrBacklogFull), replayable as any.
+//     gets none while another endpoint in force has room: the event goes
+//     to the dead letters for it, untried, its lastError saying why
+//     (ErrBacklogFull), replayable as any. With every endpoint in force
+//     at its bound the entry stays in the outbox, and the round stops
+//     there, in order, until one has room (fanout.go).
 //   - deliveries → the endpoint: a bounded pool of workers sends each
 //     (Config.Send); success acknowledges and deletes it; a failure moves it
 //     (webhook_fail.lua) to the retry zset, due after an exponential backoff
@@ -159,7 +162,8 @@ type Metrics interface {
 	// measure of delivery).
 	WebhookDeliveredAfter(endpoint string, d time.Duration)
 	// WebhookRefused counts a delivery to endpoint that went to the dead
-	// letters untried, the endpoint's backlog in its shard at MaxBacklog.
+	// letters untried, the endpoint's backlog in its shard at MaxBacklog
+	// (and another endpoint's under it: see Config.MaxBacklog).
 	// endpoint is one of the endpoints in force (Config.Endpoints,
 	// SetEndpoints).
 	WebhookRefused(endpoint string)
@@ -240,17 +244,20 @@ type Config struct {
 	// where the lag metric sees it; default 10000.
 	MaxDeliveries int
 	// MaxBacklog bounds one endpoint's backlog in a shard: its deliveries
-	// in the deliveries stream (pending, in flight) and in the retries. An
-	// event fanned out while its endpoint's backlog is at the bound goes to
-	// the dead letters for that endpoint, untried (0 attempts), its
-	// lastError ErrBacklogFull's text, and Metrics.WebhookRefused counts
-	// it; the other endpoints get theirs. So a dead or slow endpoint's
-	// backlog, which leaves only as each try times out, never holds the
-	// others' events in the outbox. When every endpoint in force is at its
-	// bound in a shard (the only one is down), the shard's events wait in
-	// the outbox instead, none refused (the round that brings the last one
-	// to its bound may still refuse the rest of its fan-out), until one
-	// has room. Default and at most MaxDeliveries (a larger
+	// in the deliveries stream (pending, in flight) and in the retries;
+	// the fan-out never takes it past (a replay neither). An event fanned
+	// out while its endpoint's backlog is at the bound, and another
+	// endpoint in force has room, goes to the dead letters for that
+	// endpoint, untried (0 attempts), its lastError ErrBacklogFull's text,
+	// and Metrics.WebhookRefused counts it; the other endpoints get
+	// theirs. So a dead or slow endpoint's backlog, which leaves only as
+	// each try times out, never holds the others' events in the outbox.
+	// When every endpoint in force is at its bound in a shard (the only
+	// one is down), the shard's events wait in the outbox instead, in
+	// order, none refused, until one has room (see fanoutShard: until
+	// 2026-12-07 the round that brought the last one to its bound, and
+	// each round after its backlog dipped below it, refused the rest of
+	// what it read). Default and at most MaxDeliveries (a larger
 	// bound would let one endpoint's deliveries fill the stream before
 	// they count as its own). A dead letter's replay keeps it too
 	// (NewDeadLetters: give it this Config).
@@ -368,6 +375,7 @@ type Dispatcher struct {
 	group map[string]bool   // streams whose group exists
 	scan  map[int]string    // per shard: the last pending delivery the scan passed
 	claim map[string]string // per stream: where the next XAUTOCLAIM starts
+	held  map[int]bool      // per shard: outbox entries pending for this consumer, left by a round (fanoutShard)
 	pool  *pool
 	// backlogAt is when the last round read the backlogs for
 	// Metrics.WebhookBacklog (d.mu)
@@ -393,7 +401,7 @@ func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("webhooks: Send and Consumer are required")
 	}
 	cfg = cfg.withDefaults()
-	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, claim: map[string]string{}, pool: newPool(cfg.Workers, cfg.ClaimIdle),
+	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, claim: map[string]string{}, held: map[int]bool{}, pool: newPool(cfg.Workers, cfg.ClaimIdle),
 		refusedErr: fmt.Sprintf("%s (%d deliveries pending or retrying in its shard)", ErrBacklogFull, cfg.MaxBacklog)}
 	d.SetEndpoints(cfg.Endpoints)
 	return d, nil
@@ -591,60 +599,20 @@ func (d *Dispatcher) age(id string) time.Duration {
 
 // roundShard runs round over one shard, its sends started in d.pool with
 // sendCtx; lag is the age of the oldest outbox entry it read, or left
-// there for want of room in the deliveries (0: none).
+// there for want of room (0: none; see fanoutShard).
 func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, time.Duration, error) {
 	k := keys{d.b}
-	outbox, dels := k.outbox(shard), k.deliveries(shard)
+	dels := k.deliveries(shard)
 	now := d.cfg.Now()
 	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels, recount: k.recount(shard),
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
 		return 0, 0, redisx.Wrap(err)
 	}
-	handled := moved
-	queued, err := d.queued(ctx, shard)
+	fanned, lag, err := d.fanoutShard(ctx, shard)
+	handled := moved + fanned
 	if err != nil {
-		return handled, 0, err
-	}
-	var entries []redis.XMessage
-	var lag time.Duration
-	if room := int64(d.cfg.MaxDeliveries) - queued; room > 0 {
-		if entries, err = d.read(ctx, outbox, min(room, 256)); err != nil {
-			return handled, 0, err
-		}
-		if len(entries) > 0 {
-			lag = d.age(entries[0].ID)
-		}
-	} else { // the backlog waits in the outbox: its oldest entry's age
-		first, err := d.b.Client.XRangeN(ctx, outbox, "-", "+", 1).Result()
-		if err != nil {
-			return handled, 0, redisx.Wrap(err)
-		}
-		if len(first) > 0 {
-			lag = d.age(first[0].ID)
-		}
-	}
-	for _, e := range entries {
-		t, _ := e.Values["t"].(string)
-		var want []string
-		for _, ep := range d.eps.Load().list {
-			if ep.wants(t) {
-				want = append(want, ep.ID)
-			}
-		}
-		call := fanoutCall{outbox: outbox, deliveries: dels, backlog: k.backlog(shard), dead: k.dead(shard),
-			entry: e.ID, message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, maxBacklog: d.cfg.MaxBacklog,
-			deadCap: d.deadCap(), nowMs: d.cfg.Now().UnixMilli(), refusedErr: d.refusedErr, endpoints: want}
-		refused, err := d.b.Runner.Run(ctx, call).StringSlice()
-		if err != nil {
-			return handled, lag, redisx.Wrap(err)
-		}
-		if d.cfg.Metrics != nil {
-			for _, ep := range refused {
-				d.cfg.Metrics.WebhookRefused(ep)
-			}
-		}
-		handled++
+		return handled, lag, err
 	}
 	count := int64(d.cfg.Workers) * 4
 	// this consumer's pending deliveries, from where the last scan stopped
@@ -684,59 +652,6 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 		return handled, lag, err
 	}
 	return handled + d.startAll(ctx, sendCtx, shard, dels, todo), lag, nil
-}
-
-// queued is what counts against MaxDeliveries in shard's deliveries
-// stream. When every endpoint in force is at MaxBacklog there, refusing
-// would let no one's events through: the stream counts as full, and the
-// events wait in the outbox, as a backlog of every endpoint does (the
-// lag metric sees them), whatever the stream's length (a dead endpoint's
-// deliveries wait mostly in the retries); the round that brings the last
-// endpoint to its bound may still refuse the rest of its fan-out. Else it
-// is the stream's length, less, once that reaches MaxDeliveries, the
-// backlog of each endpoint at MaxBacklog: refusing the full ones lets the
-// others' events through. The backlog counts retries too, so this may
-// take a little more off than the stream holds of the full endpoints: the
-// stream stays bounded, by MaxDeliveries plus MaxBacklog for each
-// endpoint at it. The counts are read only when the stream is that long
-// or the hash has a field for each endpoint in force.
-func (d *Dispatcher) queued(ctx context.Context, shard int) (int64, error) {
-	k := keys{d.b}
-	eps := d.eps.Load().list
-	var xlen *redis.IntCmd
-	var hlen *redis.IntCmd
-	_, err := d.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		xlen = p.XLen(ctx, k.deliveries(shard))
-		hlen = p.HLen(ctx, k.backlog(shard))
-		return nil
-	})
-	if err != nil {
-		return 0, redisx.Wrap(err)
-	}
-	n := xlen.Val()
-	if n < int64(d.cfg.MaxDeliveries) && (len(eps) == 0 || hlen.Val() < int64(len(eps))) {
-		return n, nil
-	}
-	counts, err := d.b.Client.HGetAll(ctx, k.backlog(shard)).Result()
-	if err != nil {
-		return n, redisx.Wrap(err)
-	}
-	full := func(ep string) (int64, bool) {
-		c, _ := strconv.ParseInt(counts[ep], 10, 64)
-		return c, c >= int64(d.cfg.MaxBacklog)
-	}
-	if len(eps) > 0 && !slices.ContainsFunc(eps, func(ep Endpoint) bool { _, ok := full(ep.ID); return !ok }) {
-		return max(n, int64(d.cfg.MaxDeliveries)), nil
-	}
-	if n < int64(d.cfg.MaxDeliveries) {
-		return n, nil
-	}
-	for ep := range counts {
-		if c, ok := full(ep); ok {
-			n -= c
-		}
-	}
-	return max(n, 0), nil
 }
 
 // recountWalkTTL is how long a recount's walk left by every instance

@@ -97,8 +97,11 @@ func (c consumersCall) KeysArgs() ([]string, []any) {
 }
 
 // fanoutCall is webhook_fanout.lua: outbox entry becomes message's
-// delivery to each of endpoints, but for those whose backlog has reached
-// maxBacklog: theirs goes to the dead letters, untried, with refusedErr.
+// delivery to each of endpoints (those wanting its type), but for those
+// whose backlog has reached maxBacklog: theirs goes to the dead letters,
+// untried, with refusedErr; unless every one of endpoints and others (the
+// rest of the endpoints in force) is at maxBacklog: then the entry is
+// left in the outbox (Dispatcher.fanout decodes the reply).
 type fanoutCall struct {
 	outbox, deliveries, backlog, dead string
 	entry, message                    string
@@ -106,13 +109,16 @@ type fanoutCall struct {
 	deadCap                           deadCap
 	nowMs                             int64
 	refusedErr                        string
-	endpoints                         []string
+	endpoints, others                 []string
 }
 
 func (fanoutCall) Script() *redisx.Script { return fanoutScript }
 func (c fanoutCall) KeysArgs() ([]string, []any) {
-	args := []any{group, c.entry, c.message, c.maxBacklog, c.deadCap.arg(), c.nowMs, c.refusedErr}
+	args := []any{group, c.entry, c.message, c.maxBacklog, c.deadCap.arg(), c.nowMs, c.refusedErr, len(c.endpoints)}
 	for _, e := range c.endpoints {
+		args = append(args, e)
+	}
+	for _, e := range c.others {
 		args = append(args, e)
 	}
 	return []string{c.outbox, c.deliveries, c.backlog, c.dead}, args

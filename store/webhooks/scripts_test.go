@@ -15,7 +15,7 @@ var luaFiles embed.FS
 func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
 		fanoutCall{outbox: "o", deliveries: "d", backlog: "b", dead: "x", entry: "1-0", message: "msg_0_1-0",
-			maxBacklog: 10, deadCap: deadCap{10, 1000}, nowMs: 1, refusedErr: "e", endpoints: []string{"a"}},
+			maxBacklog: 10, deadCap: deadCap{10, 1000}, nowMs: 1, refusedErr: "e", endpoints: []string{"a"}, others: []string{"b"}},
 		failCall{deliveries: "d", retries: "r", dead: "x", backlog: "b", recount: "c", entry: "1-0", dueMs: 1, maxAttempts: 3, deadCap: deadCap{10, 1000}, nowMs: 1, lastErr: "e"},
 		settleCall{deliveries: "d", backlog: "b", retries: "r", recount: "c", entry: "1-0"},
 		consumersCall{stream: "d", mode: "sweep", self: "i1", idleMs: 1000},
