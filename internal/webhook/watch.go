@@ -21,8 +21,11 @@ const Reload = 5 * time.Second
 // to loaded (ok, or not: refused), when set; so is a return to the
 // content in force after a refused one (ok), after which the same refused
 // content is logged and told again (a tester's find: it was neither).
-// Webhooks cannot be turned on or off this way: the outbox is written
-// only by an instance started with a file.
+// The file as it is when Watch starts, holding current, is the content in
+// force, not a change: its first read is not told (it was, as a reload,
+// about 5 s after every start; a tester's find). A file changed since
+// current was read from it is. Webhooks cannot be turned on or off this
+// way: the outbox is written only by an instance started with a file.
 func Watch(ctx context.Context, path string, interval time.Duration, current []Endpoint, apply func([]Endpoint),
 	loaded func(ok bool), log *slog.Logger) {
 	told := func(ok bool) {
@@ -30,7 +33,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, current []E
 			loaded(ok)
 		}
 	}
-	configfile.Watch(ctx, path, interval, nil, func(raw []byte) error {
+	configfile.Watch(ctx, path, interval, inForce(path, current), func(raw []byte) error {
 		eps, err := Parse(raw)
 		if err != nil {
 			return &fileError{path, err}
@@ -60,3 +63,17 @@ type fileError struct {
 
 func (e *fileError) Error() string { return "webhooks file " + e.path + ": " + e.err.Error() }
 func (e *fileError) Unwrap() error { return e.err }
+
+// inForce is the content of the file at path if it holds the endpoints
+// current, else nil (it changed since they were read from it, or cannot
+// be read: the first read loads what it holds).
+func inForce(path string, current []Endpoint) []byte {
+	raw, err := configfile.Read(path)
+	if err != nil {
+		return nil
+	}
+	if eps, err := Parse(raw); err != nil || !reflect.DeepEqual(eps, current) {
+		return nil
+	}
+	return raw
+}

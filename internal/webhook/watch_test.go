@@ -140,3 +140,64 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 		t.Fatalf("the revert applied the endpoints in force again: %v", got())
 	}
 }
+
+// TestWatchTellsNoReloadOfTheFileInForce: the file Watch starts with,
+// holding the endpoints in force, is no reload: nothing is applied or
+// told (realsync_webhooks_file_reloads_total{result="ok"} counted 1 about
+// 5 s after every start, the file unchanged); a file changed after the
+// endpoints in force were read from it, before Watch started, is applied
+// and told once.
+func TestWatchTellsNoReloadOfTheFileInForce(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	file := func(id string) []byte {
+		return []byte("endpoints:\n- id: " + id + "\n  url: https://h.example/" + id + "\n  secret: " + secret + "\n  events: ['*']\n")
+	}
+	for _, tc := range []struct {
+		name string
+		// the file when Watch starts (the endpoints in force: a's)
+		atStart []byte
+		// what Watch applies and tells (ok) in its first polls
+		applied, told int
+	}{
+		{"UnchangedNothingTold", file("a"), 0, 0},
+		{"ChangedBeforeTheStartAppliedAndTold", file("b"), 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "hooks.yaml")
+			if err := os.WriteFile(path, file("a"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			current, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, tc.atStart, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			applied, told := 0, map[bool]int{}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				Watch(ctx, path, 5*time.Millisecond, current, func([]Endpoint) { mu.Lock(); applied++; mu.Unlock() },
+					func(ok bool) { mu.Lock(); told[ok]++; mu.Unlock() }, slog.New(slog.NewTextHandler(&testlog.Buffer{}, nil)))
+			}()
+			counts := func() (int, int, int) { mu.Lock(); defer mu.Unlock(); return applied, told[true], told[false] }
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if a, ok, _ := counts(); a >= tc.applied && ok >= tc.told {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("timed out waiting for the change to be applied")
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // twenty polls more
+			cancel()
+			<-done
+			if a, ok, bad := counts(); a != tc.applied || ok != tc.told || bad != 0 {
+				t.Fatalf("applied %d, told ok %d, refused %d; want %d, %d, 0", a, ok, bad, tc.applied, tc.told)
+			}
+		})
+	}
+}
