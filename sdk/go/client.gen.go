@@ -417,7 +417,7 @@ type DeadLetter struct {
 	// Example: msg_3_1763990000000-0
 	MessageId string `json:"messageId"`
 
-	// Type The event's type (a room event type, or `user_online` / `user_offline`).
+	// Type The event's type (a room event type, or a user status type: `user_online`, `user_platforms_changed`, `user_offline`).
 	//
 	// Example: player_joined
 	Type string `json:"type"`

@@ -2094,7 +2094,7 @@ export interface components {
              */
             endpoint: string;
             /**
-             * @description The event's type (a room event type, or `user_online` / `user_offline`).
+             * @description The event's type (a room event type, or a user status type: `user_online`, `user_platforms_changed`, `user_offline`).
              * @example player_joined
              */
             type: string;
