@@ -25,27 +25,26 @@ func validGuestName(name string) bool {
 }
 
 // tokenName is the display name of a token's name claim, and of a guest's
-// name validGuestName took: the claim without its rooms.NameControl characters
-// and U+FEFF (a zero-width no-break space, which ECMAScript's \s counts
-// as white space while strings.Fields does not: "\uFEFF \uFEFF Jo" is "Jo"),
-// each run of white space one space and none at the ends, cut to 32
-// characters by cutName; "" for none, or none visible (rooms.Shows: only
-// white space, format characters, marks or fillers), the cut's included.
-// They are dropped, not refused as a guest's name's are: the
-// user cannot change what their issuer signed, and a refused token would
-// lock them out (right-to-left marks are common in Arabic and Hebrew
-// names; a reviewer's find), while other players still never see them.
+// name validGuestName took: the claim without its rooms.NameControl
+// characters, its white space folded by rooms.FoldSpace (each run one
+// space, none at the ends, U+FEFF dropped: the one rule of every name
+// others see, room names' too), cut to 32 characters by cutName; "" for
+// none, or none visible (rooms.Shows: only white space, format
+// characters, marks or fillers), the cut's included. The control
+// characters that are white space ("John\tSmith", "John\u2028Smith")
+// fold into a space, so stay two words; the others are dropped, not
+// refused as a guest's name's are: the user cannot change what their
+// issuer signed, and a refused token would lock them out (right-to-left
+// marks are common in Arabic and Hebrew names; a reviewer's find), while
+// other players still never see them.
 func tokenName(claim string) string {
 	claim = strings.Map(func(r rune) rune {
-		switch {
-		case unicode.IsSpace(r):
-			return ' ' // "John\tSmith", "John\u2028Smith" stay two words
-		case rooms.NameControl(r), r == '\uFEFF':
+		if rooms.NameControl(r) && !unicode.IsSpace(r) {
 			return -1
 		}
 		return r
 	}, claim)
-	claim = strings.Join(strings.Fields(claim), " ") // runs of white space one space, none at the ends
+	claim = rooms.FoldSpace(claim)
 	if utf8.RuneCountInString(claim) > maxDisplayName {
 		claim = cutName(claim)
 	}

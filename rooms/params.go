@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 )
 
-// CreateParams is a create request as the client sent it; nil means absent.
+// CreateParams is a create request as the client sent it; nil means
+// absent. Create folds its Name (foldName) before checking it.
 type CreateParams struct {
 	Name        string         `json:"name" validate:"min=1,max=64,name,shows"`
 	Mode        string         `json:"mode" validate:"slug"`
@@ -43,7 +44,8 @@ type NewRoom struct {
 }
 
 // UpdateParams are the owner's changes to a room; nil means unchanged.
-// Attributes, when present, replaces the whole map.
+// Attributes, when present, replaces the whole map. Update folds Name
+// (foldName) before checking it and hands the store the folded name.
 type UpdateParams struct {
 	Name       *string         `json:"name" validate:"omitnil,min=1,max=64,name,shows"`
 	Status     *Status         `json:"status" validate:"omitnil,oneof=waiting playing finished"`

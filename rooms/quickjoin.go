@@ -108,7 +108,7 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
 
 // QuickCreate is the room quick-join creates: a create request without
 // mode and region (they come from the quick-join), visibility (public) and
-// state.
+// state. QuickJoin folds its Name (foldName) before checking it.
 type QuickCreate struct {
 	Name        string         `json:"name" validate:"min=1,max=64,name,shows"`
 	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
@@ -139,10 +139,16 @@ type Matchmaker interface {
 }
 
 // QuickJoin validates p (the mode and every region also against the
-// allowed Names) and quick-joins on behalf of u.
+// allowed Names; the name of the room to create once folded, foldName)
+// and quick-joins on behalf of u.
 func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (QuickJoined, error) {
 	if err := PlayersOnly(u); err != nil {
 		return QuickJoined{}, err
+	}
+	if p.Create != nil {
+		c := *p.Create // the caller's is left as sent
+		c.Name = foldName(c.Name)
+		p.Create = &c
 	}
 	errs := structErrors(s.validate, p)
 	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)

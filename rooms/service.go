@@ -38,15 +38,17 @@ func New(cfg Config) *Service {
 // NewService returns a Service over store accepting any mode and region.
 func NewService(store Store) *Service { return New(Config{Store: store}) }
 
-// Create validates p (mode and region also against the allowed Names),
-// applies the defaults (maxPlayers 8, public, owner
-// policy) and creates the room with u as owner, player 1. Returns a
+// Create validates p (mode and region also against the allowed Names;
+// the name once folded, foldName), applies the defaults (maxPlayers 8,
+// public, owner policy) and creates the room so named with u as owner,
+// player 1. Returns a
 // ValidationError naming every bad field, or ErrTooLarge when the initial
 // state is over its totals.
 func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, error) {
 	if err := PlayersOnly(u); err != nil {
 		return Joined{}, err
 	}
+	p.Name = foldName(p.Name)
 	errs := structErrors(s.validate, p)
 	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)
 	errs = append(errs, s.names.CheckRegion("region", p.Region)...)
@@ -186,14 +188,18 @@ func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban boo
 	return err
 }
 
-// Update validates p and applies it on behalf of the owner u, or of the
-// server (ScopeWrite).
+// Update validates p (its name once folded, foldName) and applies it on
+// behalf of the owner u, or of the server (ScopeWrite).
 func (s *Service) Update(ctx context.Context, u User, id string, p UpdateParams) (Room, error) {
 	if err := RequireScope(u, ScopeWrite); err != nil {
 		return Room{}, err
 	}
 	if !ValidRoomID(id) {
 		return Room{}, ErrRoomNotFound
+	}
+	if p.Name != nil {
+		name := foldName(*p.Name)
+		p.Name = &name
 	}
 	if err := structErrors(s.validate, p).err(); err != nil {
 		return Room{}, err

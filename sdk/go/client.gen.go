@@ -343,7 +343,7 @@ type CreateRoomRequest struct {
 	// Mode Example: battle
 	Mode Mode `json:"mode"`
 
-	// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422.
+	// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded before its length is counted: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` stored and shown to others; one that folds to nothing is 422 as an empty one).
 	Name string `json:"name"`
 
 	// Region Example: us-west
@@ -760,7 +760,7 @@ type QuickJoinRequest struct {
 		Attributes *Attributes `json:"attributes,omitempty"`
 		MaxPlayers *int        `json:"maxPlayers,omitempty"`
 
-		// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422.
+		// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded before its length is counted: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` stored and shown to others; one that folds to nothing is 422 as an empty one).
 		Name        string       `json:"name"`
 		StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
 	} `json:"create,omitempty"`
@@ -977,7 +977,7 @@ type UpdateRoomRequest struct {
 	Locked     *bool       `json:"locked,omitempty"`
 	MaxPlayers *int        `json:"maxPlayers,omitempty"`
 
-	// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422.
+	// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded before its length is counted: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` stored and shown to others; one that folds to nothing is 422 as an empty one).
 	Name       *string     `json:"name,omitempty"`
 	Status     *Status     `json:"status,omitempty"`
 	Visibility *Visibility `json:"visibility,omitempty"`

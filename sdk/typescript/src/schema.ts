@@ -1899,7 +1899,7 @@ export interface components {
             };
             /** @description The room to create when nothing can be joined (public, caller as owner). */
             create?: {
-                /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. */
+                /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded before its length is counted: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` stored and shown to others; one that folds to nothing is 422 as an empty one). */
                 name: string;
                 /** @default 8 */
                 maxPlayers?: number;
@@ -2024,7 +2024,7 @@ export interface components {
             nextCursor: string | null;
         };
         CreateRoomRequest: {
-            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. */
+            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded before its length is counted: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` stored and shown to others; one that folds to nothing is 422 as an empty one). */
             name: string;
             mode: components["schemas"]["Mode"];
             region: components["schemas"]["Region"];
@@ -2036,7 +2036,7 @@ export interface components {
             statePolicy?: components["schemas"]["StatePolicy"];
         };
         UpdateRoomRequest: {
-            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. */
+            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded before its length is counted: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` stored and shown to others; one that folds to nothing is 422 as an empty one). */
             name?: string;
             status?: components["schemas"]["Status"];
             locked?: boolean;
