@@ -52,13 +52,14 @@ func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, e
 	errs := structErrors(s.validate, p)
 	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)
 	errs = append(errs, s.names.CheckRegion("region", p.Region)...)
-	errs = append(errs, validateState("state", p.State, false)...)
+	state, err := compact(p.State) // checked as it is stored
+	if err != nil {
+		errs.add("state", "must be valid JSON")
+	} else {
+		errs = append(errs, validateState("state", state, false)...)
+	}
 	if err := errs.err(); err != nil {
 		return Joined{}, err
-	}
-	state, err := compact(p.State)
-	if err != nil {
-		return Joined{}, Invalid("state", "must be valid JSON")
 	}
 	if keys, size := StateTotals(state); keys > MaxStateKeys || size > MaxStateBytes {
 		return Joined{}, fmt.Errorf("state has %d keys and %d bytes, limits %d and %d: %w", keys, size, MaxStateKeys, MaxStateBytes, ErrTooLarge)
@@ -260,9 +261,6 @@ func (s *Service) PatchState(ctx context.Context, u User, id string, patch State
 	if !ValidRoomID(id) {
 		return Versions{}, ErrRoomNotFound
 	}
-	if err := validateState("", patch, true).err(); err != nil {
-		return Versions{}, err
-	}
 	p, err := statePatch(patch, ifMatch)
 	if err != nil {
 		return Versions{}, err
@@ -270,7 +268,19 @@ func (s *Service) PatchState(ctx context.Context, u User, id string, patch State
 	return s.store.PatchState(ctx, u, id, p)
 }
 
+// statePatch checks a merge patch as it is stored, its values compacted
+// (validateState: a value's size is that of its compact form, as the
+// state's totals count it, whatever white space it was sent with), then
+// If-Match, and splits it into the compacted values to set and the keys
+// to delete. Errors: a ValidationError.
 func statePatch(patch State, ifMatch string) (StatePatch, error) {
+	patch, err := compact(patch)
+	if err != nil {
+		return StatePatch{}, Invalid("state", "must be valid JSON")
+	}
+	if err := validateState("", patch, true).err(); err != nil {
+		return StatePatch{}, err
+	}
 	m, err := ParseIfMatch(ifMatch)
 	if err != nil {
 		return StatePatch{}, err
@@ -283,11 +293,6 @@ func statePatch(patch State, ifMatch string) (StatePatch, error) {
 			p.Set[k] = v
 		}
 	}
-	set, err := compact(p.Set)
-	if err != nil {
-		return StatePatch{}, Invalid("state", "must be valid JSON")
-	}
-	p.Set = set
 	return p, nil
 }
 

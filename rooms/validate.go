@@ -26,9 +26,9 @@ const (
 	// schema.
 	MaxPlayersLimit = 100
 	MaxAttributes   = 16
-	MaxStateValue   = 8 << 10  // bytes of JSON per state value
+	MaxStateValue   = 8 << 10  // bytes of compacted JSON per state value
 	MaxStateKeys    = 256      // keys per room state
-	MaxStateBytes   = 64 << 10 // keys + values per room state
+	MaxStateBytes   = 64 << 10 // keys + compacted values per room state
 	// MaxStreamsPerPlayer bounds the event streams one player holds open
 	// in one room at once (each is a presence lease in the room).
 	MaxStreamsPerPlayer = 8
@@ -216,7 +216,8 @@ func ValidRoomID(id string) bool { return roomIDRe.MatchString(id) }
 
 // validateState checks keys and value sizes of a full state (nulls refused)
 // or a merge patch (nulls allowed, meaning delete), naming fields
-// "<field>.<key>".
+// "<field>.<key>". Its values are those to store, compacted (compact):
+// MaxStateValue counts the bytes stored, as MaxStateBytes does.
 func validateState(field string, s State, patch bool) fieldErrors {
 	var out fieldErrors
 	for k, v := range s {
@@ -230,7 +231,7 @@ func validateState(field string, s State, patch bool) fieldErrors {
 		case k == protoKey && !(patch && isNull(v)):
 			out.add(name, "key must not be __proto__: JavaScript clients would set their state object's prototype, not a key (a patch may delete it)")
 		case len(v) > MaxStateValue:
-			out.add(name, "value must be at most %d bytes of JSON", MaxStateValue)
+			out.add(name, "value must be at most %d bytes of JSON once compacted", MaxStateValue)
 		case !FiniteNumbers(v):
 			out.add(name, "value "+finiteRule)
 		case !patch && isNull(v):

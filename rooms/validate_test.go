@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,5 +96,47 @@ func TestFiniteNumbers(t *testing.T) {
 				t.Errorf("%s %.60s: %v", what, tc.json, err)
 			}
 		}
+	}
+}
+
+// A state value's MaxStateValue counts it compacted, as it is stored and
+// as the state's totals count it, in a patch and in a create alike: the
+// white space it is sent with neither refuses a value that fits nor
+// passes one that does not.
+func TestStateValueLimitCountsCompacted(t *testing.T) {
+	// value is a one-string array of n bytes compacted, pad around its string
+	value := func(n int, pad string) json.RawMessage {
+		return json.RawMessage("[" + pad + `"` + strings.Repeat("x", n-4) + `"` + pad + "]")
+	}
+	s := NewService(&nameStore{})
+	for _, tc := range []struct {
+		name string
+		v    json.RawMessage
+		ok   bool
+	}{
+		{"CompactAtTheLimit", value(MaxStateValue, ""), true},
+		{"SpacedAtTheLimit", value(MaxStateValue, " "), true},
+		{"PrettyAtTheLimit", value(MaxStateValue, "\n    "), true},
+		{"PrettyFarPastAsSent", value(MaxStateValue, strings.Repeat(" \t\r\n", 1000)), true},
+		{"CompactPastTheLimit", value(MaxStateValue+1, ""), false},
+		{"SpacedPastTheLimit", value(MaxStateValue+1, " "), false},
+		{"PrettyPastTheLimit", value(MaxStateValue+1, "\n    "), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := statePatch(State{"v": tc.v}, "")
+			if (err == nil) != tc.ok {
+				t.Fatalf("patch of %d bytes sent: %v", len(tc.v), err)
+			}
+			if err == nil && len(p.Set["v"]) != len(value(MaxStateValue, "")) {
+				t.Fatalf("patch sets %d bytes, want the value compacted", len(p.Set["v"]))
+			}
+			_, err = s.Create(context.Background(), User{ID: "u1"}, CreateParams{Name: "a", Mode: "m", Region: "r", State: State{"v": tc.v}})
+			if (err == nil) != tc.ok {
+				t.Fatalf("create with %d bytes sent: %v", len(tc.v), err)
+			}
+			if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("at most %d bytes of JSON once compacted", MaxStateValue)) {
+				t.Fatalf("refusal %v does not state the limit", err)
+			}
+		})
 	}
 }

@@ -346,8 +346,10 @@ type CreateRoomRequest struct {
 
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
 	// `__proto__`, each
-	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-	// 422), at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON once compacted (as stored: white space
+	// outside strings is not counted), its numbers finite doubles (1e400
+	// is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all.
 	// In a merge patch, `null` deletes the key.
 	State       *State       `json:"state,omitempty"`
 	StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
@@ -866,8 +868,10 @@ type SeatReservation struct {
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
 // `__proto__`, each
-// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-// 422), at most 256 keys and 64 KiB in all.
+// value at most 8 KiB of JSON once compacted (as stored: white space
+// outside strings is not counted), its numbers finite doubles (1e400
+// is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+// all.
 // In a merge patch, `null` deletes the key.
 type State map[string]interface{}
 
@@ -884,8 +888,10 @@ type StateVersions struct {
 type StateView struct {
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
 	// `__proto__`, each
-	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-	// 422), at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON once compacted (as stored: white space
+	// outside strings is not counted), its numbers finite doubles (1e400
+	// is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all.
 	// In a merge patch, `null` deletes the key.
 	State        State `json:"state"`
 	StateVersion int64 `json:"stateVersion"`

@@ -351,8 +351,10 @@ type CreateRoomRequest struct {
 
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
 	// `__proto__`, each
-	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-	// 422), at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON once compacted (as stored: white space
+	// outside strings is not counted), its numbers finite doubles (1e400
+	// is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all.
 	// In a merge patch, `null` deletes the key.
 	State       *State       `json:"state,omitempty"`
 	StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
@@ -871,8 +873,10 @@ type SeatReservation struct {
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
 // `__proto__`, each
-// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-// 422), at most 256 keys and 64 KiB in all.
+// value at most 8 KiB of JSON once compacted (as stored: white space
+// outside strings is not counted), its numbers finite doubles (1e400
+// is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+// all.
 // In a merge patch, `null` deletes the key.
 type State map[string]interface{}
 
@@ -889,8 +893,10 @@ type StateVersions struct {
 type StateView struct {
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
 	// `__proto__`, each
-	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-	// 422), at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON once compacted (as stored: white space
+	// outside strings is not counted), its numbers finite doubles (1e400
+	// is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all.
 	// In a merge patch, `null` deletes the key.
 	State        State `json:"state"`
 	StateVersion int64 `json:"stateVersion"`
@@ -3345,11 +3351,12 @@ type ClientInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype: 422, though a patch may
 	// delete it), each value at most 8 KiB of
-	// JSON whose every number is a finite double (422: a number past
-	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-	// JavaScript reads as Infinity and other clients cannot read), at
-	// most 256 keys and 64 KiB (keys + values) in all after the patch
-	// (413 `PAYLOAD_TOO_LARGE`).
+	// JSON once compacted, as it is stored (white space outside strings
+	// is not counted), whose every number is a finite double (422: a
+	// number past ±1.7976931348623157e308, such as `1e400`, is valid
+	// JSON that JavaScript reads as Infinity and other clients cannot
+	// read), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -3376,11 +3383,12 @@ type ClientInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype: 422, though a patch may
 	// delete it), each value at most 8 KiB of
-	// JSON whose every number is a finite double (422: a number past
-	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-	// JavaScript reads as Infinity and other clients cannot read), at
-	// most 256 keys and 64 KiB (keys + values) in all after the patch
-	// (413 `PAYLOAD_TOO_LARGE`).
+	// JSON once compacted, as it is stored (white space outside strings
+	// is not counted), whose every number is a finite double (422: a
+	// number past ±1.7976931348623157e308, such as `1e400`, is valid
+	// JSON that JavaScript reads as Infinity and other clients cannot
+	// read), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -3407,11 +3415,12 @@ type ClientInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype: 422, though a patch may
 	// delete it), each value at most 8 KiB of
-	// JSON whose every number is a finite double (422: a number past
-	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-	// JavaScript reads as Infinity and other clients cannot read), at
-	// most 256 keys and 64 KiB (keys + values) in all after the patch
-	// (413 `PAYLOAD_TOO_LARGE`).
+	// JSON once compacted, as it is stored (white space outside strings
+	// is not counted), whose every number is a finite double (422: a
+	// number past ±1.7976931348623157e308, such as `1e400`, is valid
+	// JSON that JavaScript reads as Infinity and other clients cannot
+	// read), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -5608,11 +5617,12 @@ func (c *APIClient) GetRoomState(ctx context.Context, roomId RoomId, reqEditors 
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype: 422, though a patch may
 // delete it), each value at most 8 KiB of
-// JSON whose every number is a finite double (422: a number past
-// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-// JavaScript reads as Infinity and other clients cannot read), at
-// most 256 keys and 64 KiB (keys + values) in all after the patch
-// (413 `PAYLOAD_TOO_LARGE`).
+// JSON once compacted, as it is stored (white space outside strings
+// is not counted), whose every number is a finite double (422: a
+// number past ±1.7976931348623157e308, such as `1e400`, is valid
+// JSON that JavaScript reads as Infinity and other clients cannot
+// read), at most 256 keys and 64 KiB (keys + compacted values) in
+// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -5649,11 +5659,12 @@ func (c *APIClient) PatchRoomStateWithBody(ctx context.Context, roomId RoomId, p
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype: 422, though a patch may
 // delete it), each value at most 8 KiB of
-// JSON whose every number is a finite double (422: a number past
-// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-// JavaScript reads as Infinity and other clients cannot read), at
-// most 256 keys and 64 KiB (keys + values) in all after the patch
-// (413 `PAYLOAD_TOO_LARGE`).
+// JSON once compacted, as it is stored (white space outside strings
+// is not counted), whose every number is a finite double (422: a
+// number past ±1.7976931348623157e308, such as `1e400`, is valid
+// JSON that JavaScript reads as Infinity and other clients cannot
+// read), at most 256 keys and 64 KiB (keys + compacted values) in
+// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -5690,11 +5701,12 @@ func (c *APIClient) PatchRoomState(ctx context.Context, roomId RoomId, params *P
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype: 422, though a patch may
 // delete it), each value at most 8 KiB of
-// JSON whose every number is a finite double (422: a number past
-// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-// JavaScript reads as Infinity and other clients cannot read), at
-// most 256 keys and 64 KiB (keys + values) in all after the patch
-// (413 `PAYLOAD_TOO_LARGE`).
+// JSON once compacted, as it is stored (white space outside strings
+// is not counted), whose every number is a finite double (422: a
+// number past ±1.7976931348623157e308, such as `1e400`, is valid
+// JSON that JavaScript reads as Infinity and other clients cannot
+// read), at most 256 keys and 64 KiB (keys + compacted values) in
+// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -9552,11 +9564,12 @@ type ClientWithResponsesInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype: 422, though a patch may
 	// delete it), each value at most 8 KiB of
-	// JSON whose every number is a finite double (422: a number past
-	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-	// JavaScript reads as Infinity and other clients cannot read), at
-	// most 256 keys and 64 KiB (keys + values) in all after the patch
-	// (413 `PAYLOAD_TOO_LARGE`).
+	// JSON once compacted, as it is stored (white space outside strings
+	// is not counted), whose every number is a finite double (422: a
+	// number past ±1.7976931348623157e308, such as `1e400`, is valid
+	// JSON that JavaScript reads as Infinity and other clients cannot
+	// read), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -9583,11 +9596,12 @@ type ClientWithResponsesInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype: 422, though a patch may
 	// delete it), each value at most 8 KiB of
-	// JSON whose every number is a finite double (422: a number past
-	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-	// JavaScript reads as Infinity and other clients cannot read), at
-	// most 256 keys and 64 KiB (keys + values) in all after the patch
-	// (413 `PAYLOAD_TOO_LARGE`).
+	// JSON once compacted, as it is stored (white space outside strings
+	// is not counted), whose every number is a finite double (422: a
+	// number past ±1.7976931348623157e308, such as `1e400`, is valid
+	// JSON that JavaScript reads as Infinity and other clients cannot
+	// read), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -9614,11 +9628,12 @@ type ClientWithResponsesInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype: 422, though a patch may
 	// delete it), each value at most 8 KiB of
-	// JSON whose every number is a finite double (422: a number past
-	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-	// JavaScript reads as Infinity and other clients cannot read), at
-	// most 256 keys and 64 KiB (keys + values) in all after the patch
-	// (413 `PAYLOAD_TOO_LARGE`).
+	// JSON once compacted, as it is stored (white space outside strings
+	// is not counted), whose every number is a finite double (422: a
+	// number past ±1.7976931348623157e308, such as `1e400`, is valid
+	// JSON that JavaScript reads as Infinity and other clients cannot
+	// read), at most 256 keys and 64 KiB (keys + compacted values) in
+	// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -16739,11 +16754,12 @@ func (c *ClientWithResponses) GetRoomStateWithResponse(ctx context.Context, room
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype: 422, though a patch may
 // delete it), each value at most 8 KiB of
-// JSON whose every number is a finite double (422: a number past
-// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-// JavaScript reads as Infinity and other clients cannot read), at
-// most 256 keys and 64 KiB (keys + values) in all after the patch
-// (413 `PAYLOAD_TOO_LARGE`).
+// JSON once compacted, as it is stored (white space outside strings
+// is not counted), whose every number is a finite double (422: a
+// number past ±1.7976931348623157e308, such as `1e400`, is valid
+// JSON that JavaScript reads as Infinity and other clients cannot
+// read), at most 256 keys and 64 KiB (keys + compacted values) in
+// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -16776,11 +16792,12 @@ func (c *ClientWithResponses) PatchRoomStateWithBodyWithResponse(ctx context.Con
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype: 422, though a patch may
 // delete it), each value at most 8 KiB of
-// JSON whose every number is a finite double (422: a number past
-// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-// JavaScript reads as Infinity and other clients cannot read), at
-// most 256 keys and 64 KiB (keys + values) in all after the patch
-// (413 `PAYLOAD_TOO_LARGE`).
+// JSON once compacted, as it is stored (white space outside strings
+// is not counted), whose every number is a finite double (422: a
+// number past ±1.7976931348623157e308, such as `1e400`, is valid
+// JSON that JavaScript reads as Infinity and other clients cannot
+// read), at most 256 keys and 64 KiB (keys + compacted values) in
+// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -16813,11 +16830,12 @@ func (c *ClientWithResponses) PatchRoomStateWithResponse(ctx context.Context, ro
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype: 422, though a patch may
 // delete it), each value at most 8 KiB of
-// JSON whose every number is a finite double (422: a number past
-// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-// JavaScript reads as Infinity and other clients cannot read), at
-// most 256 keys and 64 KiB (keys + values) in all after the patch
-// (413 `PAYLOAD_TOO_LARGE`).
+// JSON once compacted, as it is stored (white space outside strings
+// is not counted), whose every number is a finite double (422: a
+// number past ±1.7976931348623157e308, such as `1e400`, is valid
+// JSON that JavaScript reads as Infinity and other clients cannot
+// read), at most 256 keys and 64 KiB (keys + compacted values) in
+// all after the patch (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the

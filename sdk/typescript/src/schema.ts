@@ -366,11 +366,12 @@ export interface paths {
          *     Limits: keys `^[A-Za-z0-9_.:-]{1,64}$` but `__proto__` (a key
          *     JavaScript reads as an object's prototype: 422, though a patch may
          *     delete it), each value at most 8 KiB of
-         *     JSON whose every number is a finite double (422: a number past
-         *     ±1.7976931348623157e308, such as `1e400`, is valid JSON that
-         *     JavaScript reads as Infinity and other clients cannot read), at
-         *     most 256 keys and 64 KiB (keys + values) in all after the patch
-         *     (413 `PAYLOAD_TOO_LARGE`).
+         *     JSON once compacted, as it is stored (white space outside strings
+         *     is not counted), whose every number is a finite double (422: a
+         *     number past ±1.7976931348623157e308, such as `1e400`, is valid
+         *     JSON that JavaScript reads as Infinity and other clients cannot
+         *     read), at most 256 keys and 64 KiB (keys + compacted values) in
+         *     all after the patch (413 `PAYLOAD_TOO_LARGE`).
          *
          *     Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
          *     with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -1767,8 +1768,10 @@ export interface components {
         /**
          * @description Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$` but
          *     `__proto__`, each
-         *     value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
-         *     422), at most 256 keys and 64 KiB in all.
+         *     value at most 8 KiB of JSON once compacted (as stored: white space
+         *     outside strings is not counted), its numbers finite doubles (1e400
+         *     is 422), at most 256 keys and 64 KiB (keys + compacted values) in
+         *     all.
          *     In a merge patch, `null` deletes the key.
          */
         State: {
