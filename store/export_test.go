@@ -93,7 +93,8 @@ func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, er
 }
 
 // AgeHoldings moves every reservation of user uid back by d, as if made
-// that long ago.
+// that long ago, and the read of a key built partially ("#" → "p:<µs>")
+// with them.
 func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) error {
 	key := s.held.Key(uid)
 	h, err := s.client.HGetAll(ctx, key).Result()
@@ -150,6 +151,9 @@ const HoldingsTTL = holdings.TTL
 
 // UserShard is the shard of user uid's own keys.
 func (s *Store) UserShard(uid string) int { return redisx.UserShard(uid, s.shards) }
+
+// HoldingsReread is how long a key built partially is counted as it is.
+const HoldingsReread = holdings.Reread
 
 // HoldingsInFlight is how old a reservation must be for a check to drop it.
 const HoldingsInFlight = holdings.InFlight

@@ -1,13 +1,16 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/realsync/realsync/rooms"
-
+	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -37,20 +40,22 @@ func (s *Store) MayHoldRoom(ctx context.Context, uid string, owner bool) error {
 // of the rooms, whose layout the root store owns.
 type heldRooms struct{ s *Store }
 
+var _ holdings.Rooms = heldRooms{}
+
 // RoomsOf implements holdings.Rooms: the user indexes of every shard,
-// checked against the rooms.
-func (r heldRooms) RoomsOf(ctx context.Context, uid string) ([]string, []bool, error) {
-	all := make([]int, r.s.shards)
-	for i := range all {
-		all[i] = i
-	}
-	ids, err := r.s.userRooms(ctx, rooms.User{ID: uid}, all)
+// checked against the rooms. Each master's shards are read in a pipeline
+// of their own, the masters at once (readIndexes), so a master down (its
+// connections refused, or hung until the call's bound) leaves its shards
+// unread and the others read: a user's holdings are then built from the
+// rooms of the masters up, not refused whole (holdings' package doc).
+func (r heldRooms) RoomsOf(ctx context.Context, uid string) ([]string, []bool, []int, error) {
+	ids, unread, err := r.s.readIndexes(ctx, uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	member, owner, err := r.Membership(ctx, uid, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var in []string
 	var owned []bool
@@ -59,7 +64,97 @@ func (r heldRooms) RoomsOf(ctx context.Context, uid string) ([]string, []bool, e
 			in, owned = append(in, id), append(owned, owner[i])
 		}
 	}
-	return in, owned, nil
+	return in, owned, unread, nil
+}
+
+// readIndexes reads uid's field of every shard's user index, one pipeline
+// per master (byMaster), all at once: the ids of the rooms listed in the
+// shards read, and the shards whose read failed (sorted); an error only
+// when none was read. Each shard's command keeps its own error, and a
+// hung master's pipeline, cut by its bound, fails its own shards alone
+// (go-redis fails every command of a pipeline whose context ends during
+// a retry's backoff, the other masters' too: TestModesOfTheOtherMasters
+// PassedWhileOneIsDown in store/tickets says the same of the mode lists).
+func (s *Store) readIndexes(ctx context.Context, uid string) ([]string, []int, error) {
+	groups := s.byMaster(ctx)
+	lists := make([][][]string, len(groups))
+	errs := make([][]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() { lists[i], errs[i] = s.readIndexesOf(ctx, uid, g) })
+	}
+	wg.Wait()
+	var ids []string
+	var unread []int
+	var first error
+	for i, g := range groups {
+		for j, shard := range g {
+			if errs[i][j] != nil {
+				unread, first = append(unread, shard), cmp.Or(first, errs[i][j])
+				continue
+			}
+			ids = append(ids, lists[i][j]...)
+		}
+	}
+	if len(unread) == s.shards {
+		return nil, nil, redisx.Wrap(first)
+	}
+	slices.Sort(unread)
+	return ids, unread, nil
+}
+
+// readIndexesOf reads uid's field of the user index of each shard of
+// shards in one pipeline: the room ids each lists, and each read's error.
+func (s *Store) readIndexesOf(ctx context.Context, uid string, shards []int) ([][]string, []error) {
+	reads := make([]*redis.StringSliceCmd, len(shards))
+	// the pipeline's error is its first command's: each has its own
+	s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, shard := range shards {
+			reads[i] = redisx.HMGet(ctx, p, s.keys.UserIndex(shard), uid)
+		}
+		return nil
+	})
+	lists, errs := make([][]string, len(shards)), make([]error, len(shards))
+	for i, c := range reads {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			errs[i] = err
+			continue
+		}
+		for _, v := range c.Val() { // "": not in the shard
+			lists[i] = append(lists[i], strings.Fields(v)...)
+		}
+	}
+	return lists, errs
+}
+
+// byMaster splits the deployment's shards by the Cluster master that
+// serves each, as the store's client routes them (one group without a
+// Cluster, or when the client knows no layout). A shard whose slot no
+// master serves goes with whichever node go-redis would send it to.
+func (s *Store) byMaster(ctx context.Context) [][]int {
+	all := make([]int, s.shards)
+	for i := range all {
+		all[i] = i
+	}
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return [][]int{all}
+	}
+	at := map[string]int{}
+	var groups [][]int
+	for _, shard := range all {
+		addr := ""
+		if n, err := cc.MasterForKey(ctx, s.keys.UserIndex(shard)); err == nil {
+			addr = n.Options().Addr
+		}
+		i, ok := at[addr]
+		if !ok {
+			i, at[addr] = len(groups), len(groups)
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], shard)
+	}
+	return groups
 }
 
 // Membership implements holdings.Rooms: it reads, in one pipeline, whether uid is in each room and owns

@@ -32,23 +32,25 @@ var (
 // reserveCall is holdings_reserve.lua: the user of key is about to be in
 // room as role ("o" owner, "m" member), within owned and joined (0 no
 // limit), or is (or may be) in it already (record); seed (roomId, role
-// pairs) rebuilds a cold key.
+// pairs) rebuilds a cold key, or adds to a key built partially; partial:
+// the seed lacks the shards that could not be read.
 type reserveCall struct {
 	key, room, role string
 	owned, joined   int
 	ttlMs           int64
 	record          bool
 	seed            []any
+	partial         bool
 }
 
 func (reserveCall) Script() *redisx.Script { return holdingsReserve }
 func (c reserveCall) KeysArgs() ([]string, []any) {
-	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, "", ""}
+	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, "", "", Reread.Microseconds()}
 	if c.record {
 		args[5] = "1"
 	}
 	if c.seed != nil {
-		args[6] = "seed"
+		args[6] = map[bool]string{false: "seed", true: "part"}[c.partial]
 		args = append(args, c.seed...)
 	}
 	return []string{c.key}, args

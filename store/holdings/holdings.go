@@ -34,6 +34,23 @@
 // expired after TTL without a reservation) is rebuilt from the
 // shard user indexes. Ownership the janitor passed on (a disconnected owner
 // removed) is recorded by the same visit.
+//
+// A rebuild that cannot read some shards (a Cluster master down, no
+// replica to take over) builds the key from the shards it read and marks
+// it partial: the rooms of the masters down are out of the user's reach
+// while they are, and their rooms' requests fail anyway, so the user's
+// other requests go on, where a rebuild failed whole refused every create
+// and join of a new user (or one idle for TTL) on every master. A
+// reservation that checks a limit against a partial key older than
+// Reread reads the rooms again and adds those the key lacks (the key's
+// entries are kept: they may be reservations whose scripts have not run),
+// and the key is whole again once every shard was read. So while a master
+// is down, a quota may let such a user hold, beyond it, at most the rooms
+// the user is in on that master; once it is back, the user's next create
+// or join (Reread after the last read) counts them, and refuses until the
+// user is under the quota again (TestQuotaBuiltFromTheMastersUp). A check
+// at a limit that finds a stale placeholder still needs every shard
+// (recheck), as it adds the rooms the holdings lack.
 package holdings
 
 import (
@@ -65,6 +82,13 @@ const (
 	// the API's request timeout (10 s) too. A check that dropped a
 	// reservation whose script then ran would let the user past a limit.
 	InFlight = time.Minute
+	// Reread is how long a key built partially (a shard unread) is counted
+	// as it is before a reservation that checks a limit reads the rooms
+	// again: every such read waits for the masters down, at once when
+	// they refuse connections, for the call's bound (6 s) when they hang;
+	// and the quota counts the rooms of a master come back this long
+	// after its return at most (at the user's next create or join).
+	Reread = 10 * time.Second
 	// unheldBatch bounds the unheld entries one shard visit handles; the
 	// rest wait for the next visit.
 	unheldBatch = 1000
@@ -73,9 +97,12 @@ const (
 // Rooms is what the holdings read of the rooms; the root store, which
 // owns the room layout, implements it.
 type Rooms interface {
-	// RoomsOf lists the rooms uid is in, on every shard (the user
-	// indexes, checked against the rooms), with whether uid owns each.
-	RoomsOf(ctx context.Context, uid string) (ids []string, owned []bool, err error)
+	// RoomsOf lists the rooms uid is in, on every shard it could read
+	// (the user indexes, checked against the rooms), with whether uid
+	// owns each; unread names the shards it could not read (a Cluster
+	// master down), whose rooms ids lacks. err when it read no shard, or
+	// could not check the rooms it found.
+	RoomsOf(ctx context.Context, uid string) (ids []string, owned []bool, unread []int, err error)
 	// Membership reports, in one pipeline, whether uid is in each room
 	// of ids and owns it.
 	Membership(ctx context.Context, uid string, ids []string) (member, owner []bool, err error)
@@ -163,9 +190,12 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 	}
 	key := h.Key(uid)
 	var seed []any
+	var unread []int
 	checked := false
 	for range 3 {
-		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, record, seed)).Result()
+		call := h.reserveCall(uid, room, owner, maxOwned, maxJoined, record, seed)
+		call.partial = len(unread) > 0
+		res, err := h.b.Runner.Run(ctx, call).Result()
 		if err != nil {
 			return Hold{}, redisx.Wrap(err)
 		}
@@ -174,8 +204,8 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 		switch status {
 		case "OK":
 			return held(key, room, arr), nil
-		case "COLD":
-			if seed, err = h.seed(ctx, uid); err != nil {
+		case "COLD", "PARTIAL": // a key to build, or to complete
+			if seed, unread, err = h.seed(ctx, uid); err != nil {
 				return Hold{}, err
 			}
 		case "OWNED_ROOMS_LIMIT", "JOINED_ROOMS_LIMIT":
@@ -372,17 +402,17 @@ func Stamp(v string) (int64, bool) {
 }
 
 // seed reads, from the rooms, the rooms uid is in: roomId, role pairs as
-// holdings_reserve's seed.
-func (h *Holdings) seed(ctx context.Context, uid string) ([]any, error) {
-	ids, owned, err := h.cfg.Rooms.RoomsOf(ctx, uid)
+// holdings_reserve's seed, and the shards left unread (RoomsOf).
+func (h *Holdings) seed(ctx context.Context, uid string) ([]any, []int, error) {
+	ids, owned, unread, err := h.cfg.Rooms.RoomsOf(ctx, uid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seed := []any{}
 	for i, id := range ids {
 		seed = append(seed, id, map[bool]string{true: "o", false: "m"}[owned[i]])
 	}
-	return seed, nil
+	return seed, unread, nil
 }
 
 // recheck checks uid's held entries (roomId, value pairs of a limit reply;
@@ -418,9 +448,14 @@ func (h *Holdings) recheck(ctx context.Context, uid, key string, now int64, entr
 	}
 	changes := gone
 	if len(gone) > 0 {
-		seed, err := h.seed(ctx, uid)
+		seed, unread, err := h.seed(ctx, uid)
 		if err != nil {
 			return 0, err
+		}
+		if len(unread) > 0 {
+			// the placeholder may stand for a room of a shard unread:
+			// dropped, it would leave that room uncounted for good
+			return 0, fmt.Errorf("%w: the rooms of shards %v unread", rooms.ErrUnavailable, unread)
 		}
 		for i := 0; i+1 < len(seed); i += 2 {
 			if id := seed[i].(string); !held[id] {

@@ -16,7 +16,9 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // noRooms is a user in no room (a cold key is built empty).
 type noRooms struct{}
 
-func (noRooms) RoomsOf(context.Context, string) ([]string, []bool, error) { return nil, nil, nil }
+func (noRooms) RoomsOf(context.Context, string) ([]string, []bool, []int, error) {
+	return nil, nil, nil, nil
+}
 func (noRooms) Membership(_ context.Context, _ string, ids []string) ([]bool, []bool, error) {
 	return make([]bool, len(ids)), make([]bool, len(ids)), nil
 }

@@ -4,7 +4,9 @@
 -- user's requests run at once, on however many instances: every reservation
 -- of the user goes through this one key, in the user's own slot.
 -- No prelude.
--- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built;
+-- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built
+--         from every shard, "#" -> "p:<µs>" as built from some only (a
+--         Cluster master down: its rooms missing), last read at <µs>;
 --         roomId -> "<o|m>:<µs of the last reservation>", o: owned, then
 --         "^" when that reservation re-stamped a room held already and its
 --         join has not settled it yet, then the notes of holdings_release:
@@ -17,12 +19,19 @@
 -- ARGV[5] the key's TTL (ms)
 -- ARGV[6] "1": a record (the room script ran: the user is in the room, or
 --         may be), not a reservation before it; else ""
--- ARGV[7] "seed" when ARGV[8..] follow, else ""
--- ARGV[8..] roomId, role pairs the user holds, read from the rooms, to
---           build a missing key from (only when it is still missing)
+-- ARGV[7] "seed" when ARGV[9..] follow, read from every shard; "part"
+--         when they follow read from some shards only; else ""
+-- ARGV[8] how long (µs) a key built from some shards only is counted as
+--         it is: past that, a reservation that checks a limit asks for
+--         the rooms again
+-- ARGV[9..] roomId, role pairs the user holds, read from the rooms, to
+--           build a missing key from, or to add to a key built from some
+--           shards only (the rooms it lacks; its entries are kept: they
+--           hold reservations made since)
 -- Reply: {"OK", value written, "1" new | "0" held before[, the value before:
---        held before]} | {"COLD"} (no key:
---        read the user's rooms and call again with the seed) |
+--        held before]} | {"COLD"} (no key: read the user's rooms and call
+--        again with the seed) | {"PARTIAL"} (a key built from some shards
+--        only, read over ARGV[8] ago, and a limit to check: the same) |
 --        {"OWNED_ROOMS_LIMIT", now µs, roomId, value, ...} |
 --        {"JOINED_ROOMS_LIMIT", now µs, roomId, value, ...}
 local key, room, role = KEYS[1], ARGV[1], ARGV[2]
@@ -30,10 +39,15 @@ local max_owned, max_joined, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumbe
 local T = redis.call('TIME')
 local now = T[1] .. string.format('%06d', tonumber(T[2]))
 
-if redis.call('EXISTS', key) == 0 then
-  if ARGV[7] ~= 'seed' then return {'COLD'} end
-  redis.call('HSET', key, '#', '1')
-  for i = 8, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
+local seed, mark = ARGV[7], redis.call('HGET', key, '#')
+-- a key built from some shards only: the rooms read later added to it
+-- (none dropped: it may hold reservations made since), marked whole once
+-- every shard was read
+local partial = mark and mark ~= '1'
+if redis.call('EXISTS', key) == 0 or (partial and seed ~= '') then
+  if seed == '' then return {'COLD'} end
+  redis.call('HSET', key, '#', seed == 'seed' and '1' or ('p:' .. now))
+  for i = 9, #ARGV - 1, 2 do redis.call('HSETNX', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
   -- at once: a refusal below returns before the other PEXPIREs
   redis.call('PEXPIRE', key, ttl)
 end
@@ -51,6 +65,11 @@ if cur then
   return {'OK', v, '0', cur}
 end
 
+-- counted as it is for a while (a master down fails every read of it)
+if partial and seed == '' and (max_owned > 0 or max_joined > 0)
+    and tonumber(now) - tonumber(string.match(mark, '^p:(%d+)$') or '0') >= tonumber(ARGV[8]) then
+  return {'PARTIAL'}
+end
 local all = redis.call('HGETALL', key)
 local joined, owned = 0, 0
 for i = 1, #all, 2 do
