@@ -127,7 +127,7 @@ type MatchFoundEvent struct {
 	Region   string `json:"region"`
 	Team     int    `json:"team" schema:"desc=The user's team, 0-based."`
 	// SeatHeldUntil is players.Timestamp of matchmaking.MatchFound's.
-	SeatHeldUntil string `json:"seatHeldUntil,omitempty" schema:"format=date-time,desc=Until when the user's seat in the room is held at least (the mode's seatHold, 15 s by default, counted from just before the match's room was made; the server's clock, as ts): join before it. Past it the seat may be given away, and a private room answers 404 ROOM_NOT_FOUND to a user without one. A join before it can still be refused when the room changed meanwhile (its owner banned the user, started or closed it). Absent from an event logged by a release before 2026-12-07."`
+	SeatHeldUntil string `json:"seatHeldUntil,omitempty" schema:"format=date-time,desc=Until when the user's seat in the room is held (the mode's seatHold, 15 s by default, counted from just before the match's room was made, by the clock of the instance that made it, as ts; the hold itself ends by Redis' clock, which hosts kept in sync by NTP agree with to within milliseconds): join before it. Past it the seat may be given away, and a private room answers 404 ROOM_NOT_FOUND to a user without one. A join before it can still be refused when the room changed meanwhile (its owner banned the user, started or closed it). Absent from an event logged by a release before 2026-12-07."`
 }
 
 // Sender is who sent a message or an invite: a player (UserID and the

@@ -182,6 +182,7 @@ func TestInitChecksTheUsersAccess(t *testing.T) {
 	}{
 		{"no channels", []string{"resetchannels", "~*", "+@all"}, "NOPERM"},
 		{"no shard keys", []string{"resetchannels", "~acl:*", "&*", "+@all"}, "NOPERM"},
+		{"shard keys read only", []string{"resetchannels", "~acl:*", "%R~{acl:*", "&*", "+@all"}, "NOPERM"},
 		{"as README says", []string{"resetchannels", "~acl:*", "~{acl:*", "&{acl:*", "+@all"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

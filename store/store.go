@@ -346,15 +346,18 @@ func (s *Store) Init(ctx context.Context) error {
 
 // checkAccess asks Redis for what an ACL user may lack beyond what Init
 // read so far (the layout record, a key of the plain form <prefix>:…): a
-// key of the shards' form ({<prefix>:…}) and a publish on a channel of
+// write of a key of the shards' form ({<prefix>:…}, a DEL of one never
+// written) and a publish on a channel of
 // that form, which Redis 7 gives a new user none of. Without the channel
 // every write failed (500: its script cannot publish) and every stream
 // waited on its subscription while the instance was ready; without the
 // keys it stopped once connected (an operations tester's finds). Redis'
 // NOPERM is returned: realsyncd waits it out as a wrong password.
 func (s *Store) checkAccess(ctx context.Context) error {
-	probe := s.keys.Tag(0) + ":access" // never written; the channel has no subscriber
-	if err := s.client.Exists(ctx, probe).Err(); err != nil {
+	// never written, and the channel has no subscriber; a DEL, as a
+	// read-only key pattern passes a read
+	probe := s.keys.Tag(0) + ":access"
+	if err := s.client.Del(ctx, probe).Err(); err != nil {
 		return redisx.Wrap(err)
 	}
 	return redisx.Wrap(s.client.Do(ctx, s.pubcmd, probe, "").Err())

@@ -945,7 +945,7 @@ type Ticket struct {
 	// RoomId Matched: the match's room, once made (within a moment of the match).
 	RoomId *string `json:"roomId,omitempty"`
 
-	// SeatHeldUntil Matched, with roomId: until when the seats of the ticket's users in the room are held at least (the mode's `seatHold`, 15 s by default, from just before the room was made; the server's clock), as their `match_found` says; the room's owner (the match's first ticket's leader) is in it already. Join before it: past it a seat may be given away, and the private room answers 404 `ROOM_NOT_FOUND` to a user without one, the ticket staying matched (queue again). Absent for a ticket matched by a release before 2026-12-07.
+	// SeatHeldUntil Matched, with roomId: until when the seats of the ticket's users in the room are held (the mode's `seatHold`, 15 s by default, from just before the room was made, by the clock of the instance that made it; the hold itself ends by Redis' clock, which hosts kept in sync by NTP agree with to within milliseconds), as their `match_found` says; the room's owner (the match's first ticket's leader) is in it already. Join before it: past it a seat may be given away, and the private room answers 404 `ROOM_NOT_FOUND` to a user without one, the ticket staying matched (queue again). Absent for a ticket matched by a release before 2026-12-07.
 	SeatHeldUntil *time.Time   `json:"seatHeldUntil,omitempty"`
 	Status        TicketStatus `json:"status"`
 

@@ -1987,7 +1987,7 @@ export interface components {
             roomId?: string;
             /**
              * Format: date-time
-             * @description Matched, with roomId: until when the seats of the ticket's users in the room are held at least (the mode's `seatHold`, 15 s by default, from just before the room was made; the server's clock), as their `match_found` says; the room's owner (the match's first ticket's leader) is in it already. Join before it: past it a seat may be given away, and the private room answers 404 `ROOM_NOT_FOUND` to a user without one, the ticket staying matched (queue again). Absent for a ticket matched by a release before 2026-12-07.
+             * @description Matched, with roomId: until when the seats of the ticket's users in the room are held (the mode's `seatHold`, 15 s by default, from just before the room was made, by the clock of the instance that made it; the hold itself ends by Redis' clock, which hosts kept in sync by NTP agree with to within milliseconds), as their `match_found` says; the room's owner (the match's first ticket's leader) is in it already. Join before it: past it a seat may be given away, and the private room answers 404 `ROOM_NOT_FOUND` to a user without one, the ticket staying matched (queue again). Absent for a ticket matched by a release before 2026-12-07.
              */
             seatHeldUntil?: string;
         };
@@ -2520,7 +2520,7 @@ export interface components {
             team: number;
             /**
              * Format: date-time
-             * @description Until when the user's seat in the room is held at least (the mode's seatHold, 15 s by default, counted from just before the match's room was made; the server's clock, as ts): join before it. Past it the seat may be given away, and a private room answers 404 ROOM_NOT_FOUND to a user without one. A join before it can still be refused when the room changed meanwhile (its owner banned the user, started or closed it). Absent from an event logged by a release before 2026-12-07.
+             * @description Until when the user's seat in the room is held (the mode's seatHold, 15 s by default, counted from just before the match's room was made, by the clock of the instance that made it, as ts; the hold itself ends by Redis' clock, which hosts kept in sync by NTP agree with to within milliseconds): join before it. Past it the seat may be given away, and a private room answers 404 ROOM_NOT_FOUND to a user without one. A join before it can still be refused when the room changed meanwhile (its owner banned the user, started or closed it). Absent from an event logged by a release before 2026-12-07.
              */
             seatHeldUntil?: string;
         };
