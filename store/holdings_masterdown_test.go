@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -33,13 +31,8 @@ func TestQuotaBuiltFromTheMastersUp(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			c := ownCluster(t)
 			ctx := context.Background()
-			for _, addr := range c.Addrs() {
-				rc := redis.NewClient(&redis.Options{Addr: addr})
-				err := rc.ConfigSet(ctx, "cluster-require-full-coverage", "no").Err()
-				rc.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
+			if err := c.PartialCoverage(ctx); err != nil {
+				t.Fatal(err)
 			}
 			prefix := redistest.Prefix(t)
 			open := func(q store.Quotas) *store.Store {

@@ -233,6 +233,21 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// PartialCoverage sets cluster-require-full-coverage no on every node, so
+// that the slots of the masters up are served while another is down (a
+// master down with no replica to take over, as tests of that case make).
+func (c *Cluster) PartialCoverage(ctx context.Context) error {
+	for _, addr := range c.Addrs() {
+		rc := redis.NewClient(&redis.Options{Addr: addr})
+		err := rc.ConfigSet(ctx, "cluster-require-full-coverage", "no").Err()
+		rc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Stop stops every node.
 func (c *Cluster) Stop() {
 	for _, n := range c.Nodes {

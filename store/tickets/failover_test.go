@@ -643,13 +643,8 @@ func TestModesOfTheOtherMastersPassedWhileOneIsDown(t *testing.T) {
 			}
 			t.Cleanup(c.Stop)
 			ctx := t.Context()
-			for _, addr := range c.Addrs() {
-				rc := redis.NewClient(&redis.Options{Addr: addr})
-				err := rc.ConfigSet(ctx, "cluster-require-full-coverage", "no").Err()
-				rc.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
+			if err := c.PartialCoverage(ctx); err != nil {
+				t.Fatal(err)
 			}
 			e := openStore(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, store.Config{}, mustRules(t, "modes:\n  duel: {}\n"))
 			masterOf := func(key string) string {
