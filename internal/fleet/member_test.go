@@ -54,12 +54,15 @@ func TestMemberLifecycle(t *testing.T) {
 		lease := s.Base().Tag(1) + ":janitor" // shard 1's janitor lease (README's key schema)
 		s.Client().Set(ctx, lease, "dead", time.Minute)
 
-		// No listing here: it would reap too.
-		wait.Within(t, 5*ttl, "the dead instance's lease released by the heartbeat loop", func() bool {
+		// No listing here: it would reap too. Waited long past the few
+		// heartbeats it takes: under CI's load a heartbeat call of the
+		// embedded store timed out, and 5 TTLs passed before its retry
+		// reaped (without the reaping the lease lives a minute)
+		wait.Within(t, 20*ttl, "the dead instance's lease released by the heartbeat loop", func() bool {
 			return s.Client().Exists(ctx, lease).Val() == 0
 		})
 		streams.Store(5)
-		wait.Within(t, 5*ttl, "5 streams reported", func() bool {
+		wait.Within(t, 20*ttl, "5 streams reported", func() bool {
 			got := list(t, s)
 			return len(got) == 1 && got[0].Streams == 5
 		})
