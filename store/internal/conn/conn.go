@@ -196,7 +196,7 @@ func Open(cfg Config) (*Clients, error) {
 			return nil, err
 		}
 		c.Embedded = m
-		opt := redis.Options{Addr: m.Addr(), Protocol: 2}
+		opt := redis.Options{Addr: m.Addr(), Password: m.Password, Protocol: 2}
 		c.Probe = redis.NewClient(probeOptions(opt))
 		c.Renewals = redis.NewClient(probeOptions(opt))
 		opt.ContextTimeoutEnabled = true // a request's deadline ends its calls

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"sync"
@@ -28,7 +29,10 @@ const (
 )
 
 // Embedded is the in-process store (miniredis) on a loopback port, with its
-// keys' expiries applied by a clock of its own.
+// keys' expiries applied by a clock of its own. The port asks for a
+// password drawn at each start (Password), known only to the process: any
+// local process can reach a loopback port (a tester's find: it read and
+// wrote every key, unasked).
 //
 // miniredis applies TTLs only when told that time passed. Its ClockTTL
 // mode does so on every key access (a script's calls included), walking
@@ -41,6 +45,8 @@ const (
 // Development only, as the embedded store is.
 type Embedded struct {
 	*miniredis.Miniredis
+	// Password is what the store's port asks of every connection.
+	Password string
 	// exactMax is the walk's cost past which the clock ticks
 	// (embeddedExactMax; ns, tests set their own); ticking is true while
 	// it does; a store of fewer than exactKeys keys never ticks
@@ -62,10 +68,12 @@ func StartEmbedded() (*Embedded, error) {
 func startEmbeddedWith(exactMax time.Duration) (*Embedded, error) {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
+	password := rand.Text() // 26 base32 characters: 130 bits
+	m.RequireAuth(password)
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
-	e := &Embedded{Miniredis: m, stop: make(chan struct{})}
+	e := &Embedded{Miniredis: m, Password: password, stop: make(chan struct{})}
 	e.exactMax.Store(int64(exactMax))
 	e.exactKeys.Store(embeddedExactKeys)
 	e.done.Add(1)
