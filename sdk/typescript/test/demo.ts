@@ -71,8 +71,36 @@ export async function open(name: string, url: string, viewport = desktop): Promi
   return p;
 }
 
-/** signIn enters the player's name in the page's name form. */
+/**
+ * nameForm waits for the page's name form (#welcome, shown by session.js
+ * when the tab has no token the server accepts). Should the page show
+ * something else instead, it fails at once saying what: the page's own
+ * view (#app: it signed in with a token it kept) or its "Can't start"
+ * alert (the server's first answer was not a 401: its sentence says
+ * which). Should it show nothing at all within patience, the page's
+ * problems say why (a script that did not load is a console error). A
+ * bare timeout on the form's field told none of this.
+ */
+export async function nameForm(p: Player): Promise<void> {
+  const form = p.page.locator("#welcome:visible");
+  const signedIn = p.page.locator("#app:visible");
+  const halted = p.page.locator("body > section[role=alert]:visible");
+  const page = () => `${p.page.url()}; the page logged: ${p.problems.join(" | ") || "nothing"}`;
+  try {
+    await form.or(signedIn).or(halted).first().waitFor();
+  } catch (e) {
+    throw new Error(`${p.name}: no name form (${(e as Error).message.split("\n")[0]}) at ${page()}`);
+  }
+  if (await form.isVisible()) return;
+  const instead = await halted.isVisible()
+    ? `its "Can't start" alert: ${(await halted.innerText()).replace(/\s*\n\s*/g, ": ")}`
+    : `the signed-in page of ${JSON.stringify(await p.page.locator(".who").textContent())} (a token it kept was accepted)`;
+  throw new Error(`${p.name}: no name form, the page showed ${instead} at ${page()}`);
+}
+
+/** signIn enters the player's name in the page's name form (see nameForm). */
 export async function signIn(p: Player, button = "Play"): Promise<void> {
+  await nameForm(p);
   await p.page.getByLabel("Your name").fill(p.name);
   await p.page.getByRole("button", { name: button }).click();
   await p.page.locator(".who").filter({ hasText: p.name }).waitFor();
