@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { patience, startServer } from "./server.js";
-import { type Player, clean, guest, newContext, phone, player, roomOf, row, server, shoot, signIn } from "./demo.js";
+import { type Player, clean, guest, nameForm, newContext, phone, player, roomOf, row, server, shoot, signIn } from "./demo.js";
 
 describe("the demo in a browser: friends, invites, matchmaking, parties, errors", () => {
   it("friends: follow by friend code, see a friend come online on the web and go offline, kept across a reload", async () => {
@@ -247,10 +247,18 @@ describe("the demo in a browser: friends, invites, matchmaking, parties, errors"
       await shoot(hana, "22-state-forbidden");
 
       // A token this server does not know (its secret changed, as a dev
-      // server's does at each start): the page asks for a name again.
+      // server's does at each start): the page asks for a name again. The
+      // token goes into the tab's sessionStorage as the lobby's document
+      // starts, before its scripts, not from the room page before leaving
+      // it: the room page's SDK writes the same key (onToken) whenever it
+      // renews hana's token, and a renewal answered between the test's
+      // write and the navigation would put back a token this server
+      // accepts (the lobby opens as hana, no name form).
       const foreign = (await guest("old", server.url)).token ?? "";
-      await hana.page.evaluate((t) => sessionStorage.setItem("token", t), foreign);
+      const plant = await hana.page.addInitScript((t) => sessionStorage.setItem("token", t), foreign);
       await hana.page.goto(`${strict.url}/demo/`);
+      await plant.dispose();
+      await nameForm(hana);
       await hana.page.getByRole("heading", { name: "Welcome!" }).waitFor();
       await signIn(hana);
 
