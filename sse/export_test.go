@@ -75,3 +75,11 @@ func EndOver(n int, spread time.Duration, start time.Time, ticks []time.Time) (e
 	<-fed
 	return ends, after
 }
+
+// LobbyResyncDue reports whether a lobby resync was asked for and its
+// lists are not yet all queued on the streams.
+func LobbyResyncDue(h *Hub) bool {
+	h.lobby.mu.Lock()
+	defer h.lobby.mu.Unlock()
+	return h.lobby.resync.due || h.lobby.resync.reading
+}

@@ -35,8 +35,14 @@ type env struct {
 
 func newEnv(t *testing.T, b redistest.Backend, mut ...func(*sse.Config)) *env {
 	t.Helper()
+	return newEnvShards(t, b, 4, mut...)
+}
+
+// newEnvShards is newEnv with a store of shards shards.
+func newEnvShards(t *testing.T, b redistest.Backend, shards int, mut ...func(*sse.Config)) *env {
+	t.Helper()
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4})
+		Prefix: redistest.Prefix(t), Shards: shards})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +59,14 @@ func newEnv(t *testing.T, b redistest.Backend, mut ...func(*sse.Config)) *env {
 
 func (e *env) room(t *testing.T, members ...rooms.User) string {
 	t.Helper()
+	return e.roomOf(t, alice, members...)
+}
+
+// roomOf is room, owned by owner.
+func (e *env) roomOf(t *testing.T, owner rooms.User, members ...rooms.User) string {
+	t.Helper()
 	ctx := context.Background()
-	j, err := e.st.Create(ctx, alice, rooms.NewRoom{Name: "r", Mode: "m", Region: "r", MaxPlayers: 100,
+	j, err := e.st.Create(ctx, owner, rooms.NewRoom{Name: "r", Mode: "m", Region: "r", MaxPlayers: 100,
 		Visibility: rooms.Public, Attributes: map[string]any{}, State: rooms.State{}, StatePolicy: rooms.PolicyOpen})
 	if err != nil {
 		t.Fatal(err)

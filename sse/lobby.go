@@ -19,28 +19,42 @@ const (
 )
 
 // lobbyHub feeds the lobby streams of an instance: notices from the
-// scripts, coalesced per room, read in one batch, handed to every stream.
+// scripts, coalesced per room, read in one batch, handed to every stream;
+// and after a resubscription fresh lists, one read per filter shared by
+// its streams (lobbyresync.go). One goroutine (flushLobby) reads and
+// hands on both, so every stream gets them in the order they were read:
+// a change read before a list never goes out after it.
 type lobbyHub struct {
 	sub     sync.Mutex // held while subscribing or unsubscribing
 	mu      sync.Mutex
 	streams map[*lobbyStream]struct{}
 	pending map[string]LobbyNotice
-	// epoch counts the resyncs (lobbyResync): a flush's items carry the
-	// epoch their read began in, and a stream drops those older than its
-	// list (read after its resync): a change read before a resync may miss
-	// a change whose notice was lost, which the list has.
-	epoch uint64
+	resync  resyncState
 }
 
-// lobbyItem is one room change as every lobby stream receives it. resync
-// (no notice) tells the stream to send a fresh "rooms" list.
+// lobbyItem is one thing every lobby stream of a filter receives, shared
+// read-only: a room change, or a fresh list (list set).
 type lobbyItem struct {
 	n      LobbyNotice
 	room   []byte // the room's JSON when it is joinable now, else nil
 	public []byte // the room's JSON when it exists and is public, else nil
-	resync bool
-	epoch  uint64 // lobbyHub.epoch when the room was read (a resync: its own)
+	list   *lobbyList
 }
+
+// lobbyList is a "rooms" event as read for one filter, and what it shows.
+type lobbyList struct {
+	frame []byte
+	rooms []listedRoom
+}
+
+// listedRoom is a room a list shows, and its version.
+type listedRoom struct {
+	id      string
+	version int64
+}
+
+// lobbyFilter is the mode and region of a lobby stream ("" for any).
+type lobbyFilter struct{ mode, region string }
 
 // lobbyStream is one client's lobby feed. seen (the version sent per room)
 // belongs to its goroutine.
@@ -49,9 +63,6 @@ type lobbyStream struct {
 	mode, region string
 	q            queue[*lobbyItem] // its items, shared, read-only
 	seen         map[string]int64
-	// epoch: the lobbyHub.epoch of its last list (set when it joins, and
-	// by each resync item); older changes are dropped.
-	epoch uint64
 }
 
 // offer queues it without blocking and reports whether it did; a full
@@ -64,6 +75,8 @@ func (st *lobbyStream) offer(it *lobbyItem) bool {
 	st.signal()
 	return true
 }
+
+func (st *lobbyStream) filter() lobbyFilter { return lobbyFilter{st.mode, st.region} }
 
 func (st *lobbyStream) matches(n LobbyNotice) bool {
 	return (st.mode == "" || st.mode == n.Mode) && (st.region == "" || st.region == n.Region)
@@ -81,24 +94,15 @@ func (h *Hub) Lobby(n LobbyNotice) {
 	}
 }
 
-// lobbyResync makes every lobby stream send a fresh list: notices may have
-// been lost while the lobby subscription reconnected.
-func (h *Hub) lobbyResync() {
-	h.lobby.mu.Lock()
-	defer h.lobby.mu.Unlock()
-	h.lobby.epoch++
-	for st := range h.lobby.streams {
-		st.offer(&lobbyItem{resync: true, epoch: h.lobby.epoch})
-	}
-}
-
-// flushLobby reads the rooms of the pending notices and hands the changes
-// to every lobby stream.
+// flushLobby hands every lobby stream the fresh lists of a resync that is
+// due (resyncLobby), then reads the rooms of the pending notices and hands
+// the changes on. A failed read asks for a resync: the notices taken are
+// lost.
 func (h *Hub) flushLobby(ctx context.Context) {
+	h.resyncLobby(ctx)
 	h.lobby.mu.Lock()
 	pending := h.lobby.pending
 	h.lobby.pending = map[string]LobbyNotice{}
-	epoch := h.lobby.epoch
 	h.lobby.mu.Unlock()
 	if len(pending) == 0 {
 		return
@@ -116,7 +120,6 @@ func (h *Hub) flushLobby(ctx context.Context) {
 	items := make([]lobbyItem, len(ids))
 	for i, id := range ids {
 		items[i] = h.lobbyItem(pending[id], rs[i])
-		items[i].epoch = epoch
 	}
 	dropped := 0
 	h.lobby.mu.Lock()
@@ -174,15 +177,16 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 		return err
 	}
 	opened.add(func() { h.leaveLobby(st) })
-	first, err := h.lobbyList(ctx, st)
+	first, err := h.readLobbyList(ctx, st.filter())
 	if err != nil {
 		return err
 	}
+	st.show(first)
 	h.streamOpened(KindLobby, StartFresh)
 	client.Start()
 	out := lent(client, h.cfg.Metrics, KindLobby)
 	out.write(retryFrame(0))
-	out.writeEvent(first)
+	out.writeEvent(first.frame)
 	carryLooper(&opened, client, h.pumpLobby(ctx, st, out), func(why string) {
 		h.cfg.Metrics.StreamEnded(KindLobby, why)
 	})
@@ -190,60 +194,61 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 }
 
 // pumpLobby is the rest of lobby stream st (see looper): it flushes the
-// first list, then writes the stream's changes, with heartbeats while idle.
+// first list, then writes the stream's changes and lists, with heartbeats
+// while idle. A list supersedes what was queued before it (read before
+// it): a stream behind by several lists writes the last one alone.
 func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) *looper {
-	return newLooper(ctx, h, &st.held, out, func(ctx context.Context) string {
+	return newLooper(ctx, h, &st.held, out, func(context.Context) string {
 		batch := st.q.take()
 		defer st.q.recycle(batch)
-		for _, it := range batch {
-			if why := h.lobbyItemTo(ctx, st, out, it); why != "" {
-				return why
+		from := 0
+		for i, it := range batch {
+			if it.list != nil {
+				from = i
 			}
+		}
+		for _, it := range batch[from:] {
+			st.write(out, it)
 		}
 		return ""
 	})
 }
 
-// lobbyItemTo writes lobby item it to stream st, and returns why the
-// stream ends ("" to go on).
-func (h *Hub) lobbyItemTo(ctx context.Context, st *lobbyStream, out *writer, it *lobbyItem) string {
-	if !it.resync {
-		if it.epoch < st.epoch {
-			return "" // read before the list this stream sent last
-		}
-		if ev := st.change(it); ev != nil {
-			out.writeEvent(ev)
-		}
-		return ""
-	}
-	st.epoch = it.epoch
-	list, err := h.lobbyList(ctx, st)
-	switch {
-	case err == nil:
-		out.writeEvent(list)
-		return ""
-	case ctx.Err() != nil:
-		return EndClientGone
-	default:
-		return EndStoreError
+// write writes lobby item it to the stream: a list as it is, a change as
+// the event the stream needs, if any.
+func (st *lobbyStream) write(out *writer, it *lobbyItem) {
+	if it.list != nil {
+		st.show(it.list)
+		out.writeEvent(it.list.frame)
+	} else if ev := st.change(it); ev != nil {
+		out.writeEvent(ev)
 	}
 }
 
-// lobbyList reads the stream's first (or a fresh) list and remembers what
-// it sent.
-func (h *Hub) lobbyList(ctx context.Context, st *lobbyStream) ([]byte, error) {
-	rs, err := h.cfg.Lobby.Joinable(ctx, st.mode, st.region, lobbyInitial)
+// readLobbyList reads the list of filter f: its joinable rooms, the first
+// lobbyInitial in fill order.
+func (h *Hub) readLobbyList(ctx context.Context, f lobbyFilter) (*lobbyList, error) {
+	rs, err := h.cfg.Lobby.Joinable(ctx, f.mode, f.region, lobbyInitial)
 	if err != nil {
 		return nil, err
 	}
-	list := make([]any, len(rs))
-	clear(st.seen)
+	list := &lobbyList{rooms: make([]listedRoom, len(rs))}
+	js := make([]any, len(rs))
 	for i, r := range rs {
-		list[i] = h.cfg.RoomJSON(r)
-		st.seen[r.ID] = r.Version
+		js[i] = h.cfg.RoomJSON(r)
+		list.rooms[i] = listedRoom{id: r.ID, version: r.Version}
 	}
-	data, _ := jsonout.Marshal(lobby.RoomsEvent{Type: lobby.EventRooms, Rooms: list})
-	return appendFrame(nil, "", lobby.EventRooms, data), nil
+	data, _ := jsonout.Marshal(lobby.RoomsEvent{Type: lobby.EventRooms, Rooms: js})
+	list.frame = appendFrame(nil, "", lobby.EventRooms, data)
+	return list, nil
+}
+
+// show remembers that the stream sent list: the rooms it shows now.
+func (st *lobbyStream) show(list *lobbyList) {
+	clear(st.seen)
+	for _, r := range list.rooms {
+		st.seen[r.id] = r.version
+	}
 }
 
 // change turns an item into the event this stream needs, if any: added
@@ -295,7 +300,6 @@ func (h *Hub) joinLobby(ctx context.Context, st *lobbyStream) error {
 	}
 	h.lobby.mu.Lock()
 	h.lobby.streams[st] = struct{}{}
-	st.epoch = h.lobby.epoch // its first list is read after this
 	h.lobby.mu.Unlock()
 	return nil
 }

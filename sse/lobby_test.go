@@ -193,11 +193,13 @@ func (l *heldLobby) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, err
 }
 
 // A change whose room was read before a resync (the lobby subscription
-// reconnected, notices lost meanwhile) is not sent after the resync's
-// list, which is newer (a tester's suspicion, reproduced here): it sent a
-// room deleted since, whose notice was lost, as added again, and the
-// client kept it for good.
-func TestLobbyChangeReadBeforeAResyncIsDropped(t *testing.T) {
+// reconnected, notices lost meanwhile) goes out before the resync's list,
+// never after it, and the list's rooms are what the client shows (a
+// tester's suspicion, reproduced here): after the list it sent a room
+// deleted since, whose notice was lost, as added again, and the client
+// kept it for good. One goroutine reads the changes and the lists and
+// hands them on in that order: the resync waits for the flush under way.
+func TestLobbyChangeReadBeforeAResyncGoesOutBeforeItsList(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	src := &heldLobby{}
 	joinable := func(id string, v int64) rooms.Room {
@@ -222,14 +224,18 @@ func TestLobbyChangeReadBeforeAResyncIsDropped(t *testing.T) {
 	<-read    // the flush read the room joinable, at version 2
 	src.set() // then it was deleted, and its notice lost
 	sse.LobbyResync(e.hub)
-	if list := waitLobby(t, cl, 2)[1]; list.Type != "rooms" || len(list.Rooms) != 0 {
+	close(hold) // the flush's change goes out, then the resync's list
+	evs := waitLobby(t, cl, 3)
+	if got := evs[1]; got.Type != "room_updated" || got.Room.ID != "ghost" || got.Version != 2 {
+		t.Fatalf("the change read before the resync: %+v, want ghost's room_updated (events %+v)", got, evs)
+	}
+	if list := evs[2]; list.Type != "rooms" || len(list.Rooms) != 0 {
 		t.Fatalf("the resync's list %+v, want no room", list)
 	}
-	close(hold) // the flush's change arrives after the list
 	src.set(joinable("next", 1))
 	e.hub.Lobby(sse.LobbyNotice{Kind: "added", Room: "next", Version: 1, Mode: "m", Region: "r"})
-	evs := waitLobby(t, cl, 3)
-	if got := evs[2]; got.Type != "room_added" || got.Room.ID != "next" || len(evs) != 3 {
-		t.Fatalf("after the resync's list: %+v, want next's room_added alone", evs[2:])
+	evs = waitLobby(t, cl, 4)
+	if got := evs[3]; got.Type != "room_added" || got.Room.ID != "next" || len(evs) != 4 {
+		t.Fatalf("after the resync's list: %+v, want next's room_added alone", evs[3:])
 	}
 }

@@ -1,0 +1,113 @@
+package sse
+
+import (
+	"context"
+	"time"
+)
+
+// lobbyResyncMost bounds how long a resync waits for its signals to pause
+// (resyncLobby): a subscription that keeps reconnecting still has its
+// streams sent a list this often.
+const lobbyResyncMost = time.Second
+
+// resyncState is the lobby's resync: asked for by each signal that
+// notices may have been lost (lobbyResync), handed on by the flush loop
+// (resyncLobby). Guarded by lobbyHub.mu but for the flush loop's own
+// fields.
+type resyncState struct {
+	// due: a signal came since the last resync's lists were read (their
+	// reads began before it); since: when the first of them came
+	due   bool
+	since time.Time
+	// signals counts the signals; reading: a resync's lists are being
+	// read and handed on
+	signals uint64
+	reading bool
+
+	// the flush loop's: signals at its previous tick, and no resync
+	// before retry (a read failed)
+	ticked uint64
+	retry  time.Time
+}
+
+// lobbyResync asks for a fresh list on every lobby stream: notices may
+// have been lost while a lobby channel's subscription reconnected. The
+// flush loop hands it on (resyncLobby), so that the signals of one
+// reconnect, one a shard and again when its probe comes back, cost each
+// stream a list or two rather than a list each (a tester's find: 32 lists
+// a stream for one blip, each a full read of its own).
+func (h *Hub) lobbyResync() {
+	h.lobby.mu.Lock()
+	defer h.lobby.mu.Unlock()
+	if len(h.lobby.streams) == 0 {
+		return // the next stream reads its first list after this
+	}
+	r := &h.lobby.resync
+	if !r.due {
+		r.due, r.since = true, time.Now()
+	}
+	r.signals++
+}
+
+// resyncLobby runs at each tick of the flush loop. Once a resync is due
+// and its signals paused for a tick (the resubscriptions of one reconnect
+// come within milliseconds of each other), or kept coming for
+// lobbyResyncMost, it reads the list of each filter the lobby streams
+// open then have, once, and hands it to every stream of that filter. Each
+// read begins after the due flag was cleared, so after every signal that
+// set it: a signal during the reads sets it again, for another resync. A
+// stream that joins after the flag was cleared reads its first list after
+// that itself; one that joins during the reads may get its filter's list
+// too, read before or after its own (the changes read after either go out
+// after both). When a read fails (Redis out of reach) the resync is due
+// again, tried once more after repairDelay; the filters read are handed
+// on meanwhile.
+func (h *Hub) resyncLobby(ctx context.Context) {
+	l := &h.lobby
+	r := &l.resync
+	now := time.Now()
+	l.mu.Lock()
+	quiet := r.signals == r.ticked
+	r.ticked = r.signals
+	if !r.due || now.Before(r.retry) || (!quiet && now.Sub(r.since) < lobbyResyncMost) {
+		l.mu.Unlock()
+		return
+	}
+	r.due, r.reading = false, true
+	lists := map[lobbyFilter]*lobbyList{}
+	for st := range l.streams {
+		lists[st.filter()] = nil
+	}
+	l.mu.Unlock()
+	failed := false
+	for f := range lists {
+		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		list, err := h.readLobbyList(rctx, f)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil { // not the hub's close
+				h.cfg.Log.Warn("sse: reading a lobby list", "mode", f.mode, "region", f.region, "err", err)
+			}
+			failed = true
+		}
+		lists[f] = list
+	}
+	dropped := 0
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.reading = false
+	if failed && !r.due {
+		r.due, r.since = true, now
+	}
+	if failed {
+		r.retry = time.Now().Add(repairDelay)
+	}
+	for st := range l.streams {
+		if list := lists[st.filter()]; list != nil && !st.offer(&lobbyItem{list: list}) {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		h.cfg.Metrics.Events(KindLobby, 0, dropped)
+	}
+}
