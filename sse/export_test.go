@@ -83,3 +83,11 @@ func LobbyResyncDue(h *Hub) bool {
 	defer h.lobby.mu.Unlock()
 	return h.lobby.resync.due || h.lobby.resync.reading
 }
+
+// StatusReloadDue reports whether followed users' statuses were asked for
+// again (a resubscription) and are not yet all queued on the streams.
+func StatusReloadDue(h *Hub) bool {
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	return len(h.me.reload.users) > 0 || h.me.reload.reading
+}

@@ -165,6 +165,9 @@ func NewHub(cfg Config) *Hub {
 	go h.renewLoop()
 	h.every(h.cfg.CheckInterval, h.check)
 	h.every(lobbyCoalesce, h.flushLobby)
+	if h.cfg.Users != nil {
+		h.every(lobbyCoalesce, h.reloadStatuses)
+	}
 	h.every(sweepEvery(h.cfg.Heartbeat), h.sweep)
 	if h.cfg.AfterBurst != nil {
 		h.burst.least = int64(h.cfg.BurstOpenings)

@@ -37,15 +37,15 @@ type meHub struct {
 	users   map[string]map[*meStream]struct{} // by the stream's user
 	follows map[string]map[*meStream]struct{} // by followed user
 	streams map[*meStream]struct{}
+	reload  statusReload
 }
 
 // meItem is one thing a personal stream's goroutine handles: a logged
-// event (or a following change: ev.Control), a followed user's status, a
-// status to load again (reload), or a catch-up from the log (catchUp).
+// event (or a following change: ev.Control), a followed user's status, or
+// a catch-up from the log (catchUp).
 type meItem struct {
 	ev      *UserEvent
 	status  *players.Status
-	reload  string
 	catchUp bool
 }
 
@@ -122,16 +122,6 @@ func (h *Hub) ResubscribedUser(uid string) {
 	defer h.me.mu.Unlock()
 	for st := range h.me.users[uid] {
 		st.offer(meItem{catchUp: true})
-	}
-}
-
-// ResubscribedStatus implements UserSink: the streams following uid load
-// its status again.
-func (h *Hub) ResubscribedStatus(uid string) {
-	h.me.mu.Lock()
-	defer h.me.mu.Unlock()
-	for st := range h.me.follows[uid] {
-		st.offer(meItem{reload: uid})
 	}
 }
 
@@ -308,15 +298,6 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 	switch {
 	case it.status != nil:
 		st.writeStatus(out, *it.status)
-	case it.reload != "":
-		if !slices.Contains(st.follows, it.reload) {
-			return at, ""
-		}
-		ss, err := h.cfg.Users.Statuses(ctx, []string{it.reload})
-		if err != nil {
-			return at, storeEnd(ctx)
-		}
-		st.writeStatus(out, ss[0])
 	case it.catchUp, it.ev != nil && it.ev.Control:
 		if it.catchUp {
 			// lost before the catch-up reads the session's tombstone: a
