@@ -40,10 +40,13 @@ var bodyLimits = map[string]int64{
 	"PATCH /v1/rooms/{roomId}/state": 96 << 10,
 	// type, 4 KiB of compact data, 100 recipients: 6.1 KiB.
 	"POST /v1/rooms/{roomId}/messages": 8 << 10,
-	// mode, 10 regions, 8 range filters with bounds of 63 characters, a
-	// create with 16 attributes (or 8 string filters and a create with 8
-	// more, whose 16 attributes the created room gets): 15 KiB.
-	"POST /v1/matchmaking/quick-join": 16 << 10,
+	// mode, 10 regions, 8 string filters of 128 characters and a create
+	// with 16 attributes of 128 characters, 8 of them the filtered ones
+	// with the filters' values (a create may repeat what it filters on,
+	// and must not contradict it): 19.7 KiB. (8 range filters with bounds
+	// of 63 characters: the create then holds their keys as numbers, a
+	// smaller body.)
+	"POST /v1/matchmaking/quick-join": 24 << 10,
 	// mode, 8 regions, a rating, 16 attributes of 128 characters and a
 	// party of 63 user ids of 128 bytes (a match of 64): 21.0 KiB.
 	"POST /v1/matchmaking/tickets": 24 << 10,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,12 +83,23 @@ func TestLargestValidBodies(t *testing.T) {
 	for i := range 10 {
 		regions = append(regions, fmt.Sprintf(`"%s%02d"`, strings.Repeat("r", 30), i))
 	}
-	quick := `{"mode":"` + strings.Repeat("q", 32) + `","regions":[` + strings.Join(regions, ",") + `],"attributes":{` + strings.Join(ranges, ",") +
-		`},"create":{"name":"` + esc(64) + `","maxPlayers":100,"statePolicy":"open","attributes":` + attrs16() + `}}`
-	// 8 string filters and a create of 8 more attributes: smaller.
-	quickFiltered := `{"mode":"` + strings.Repeat("q", 32) + `","regions":[` + strings.Join(regions, ",") + `],"attributes":{` + strings.Join(filters, ",") + `}}`
-	if len(quickFiltered)+8*810 > len(quick) {
-		t.Fatalf("the quick-join with string filters is the larger")
+	// 8 string filters, and a create of 16 attributes: the 8 filtered,
+	// with the filters' values (it must not contradict them: the created
+	// room must match its own filters), and 8 more
+	var kept, inRange []string
+	for i := range 8 {
+		kept = append(kept, fmt.Sprintf(`"k%031d":"%s"`, i, esc(128)))
+		inRange = append(inRange, fmt.Sprintf(`"g%031d":-1.%se+100`, i, strings.Repeat("1", 55)))
+	}
+	quickCreate := func(filters, attrs []string) string {
+		return `{"mode":"` + strings.Repeat("q", 32) + `","regions":[` + strings.Join(regions, ",") + `],"attributes":{` + strings.Join(filters, ",") +
+			`},"create":{"name":"` + esc(64) + `","maxPlayers":100,"statePolicy":"open","attributes":{` + strings.Join(attrs, ",") + `}}}`
+	}
+	quick := quickCreate(filters, append(slices.Clone(filters), kept...))
+	// 8 range filters with bounds of 63 characters, the create holding
+	// their keys as numbers within them: smaller.
+	if len(quickCreate(ranges, append(inRange, kept...))) > len(quick) {
+		t.Fatalf("the quick-join with range filters is the larger")
 	}
 	// user ids of 128 bytes of UTF-8 (a 2-byte character 62 times)
 	userIDs := func(n int) string {

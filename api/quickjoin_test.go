@@ -94,3 +94,63 @@ func TestQuickJoinAttributeFiltersOverHTTP(t *testing.T) {
 		want(t, e.do("GET", "/v1/rooms?attr.rank.gte=high", bob, nil), 422, "VALIDATION_FAILED")
 	})
 }
+
+// A quick-join's create may not contradict its own filters (a tester's
+// find: create's attributes won over an equality filter, so the room
+// created failed the filter and every caller made a room of its own): a
+// contradiction, or a range-filtered key missing or out of range, is 422
+// naming create.attributes.<key>, and nothing is created; an equal value
+// is taken, a missing equality key filled in, and the next caller with
+// the same body joins the room.
+func TestQuickJoinCreateMustMatchItsFiltersOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		path := "/v1/matchmaking/quick-join"
+		body := func(filters, create map[string]any) map[string]any {
+			c := map[string]any{"name": "a", "maxPlayers": 4}
+			if create != nil {
+				c["attributes"] = create
+			}
+			return map[string]any{"mode": "qd", "regions": []string{"eu"}, "attributes": filters, "create": c}
+		}
+		for _, c := range []struct {
+			name            string
+			filters, create map[string]any
+			field           string
+		}{
+			{"contradicts equality", map[string]any{"map": "x"}, map[string]any{"map": "y"}, "create.attributes.map"},
+			{"range key missing", map[string]any{"rank": map[string]any{"gte": 10}}, map[string]any{"map": "y"}, "create.attributes.rank"},
+			{"below range", map[string]any{"rank": map[string]any{"gte": 10}}, map[string]any{"rank": 3}, "create.attributes.rank"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.do("POST", path, alice, body(c.filters, c.create))
+				want(t, r, 422, "VALIDATION_FAILED")
+				if !strings.Contains(r.raw, `"field":"`+c.field+`"`) {
+					t.Errorf("errors do not name %s: %s", c.field, r.raw)
+				}
+			})
+		}
+		if r := e.do("GET", "/v1/rooms?mode=qd", alice, nil); len(r.body["rooms"].([]any)) != 0 {
+			t.Fatalf("a refused quick-join created a room: %s", r.raw)
+		}
+		same := body(map[string]any{"map": "x", "rank": map[string]any{"gte": 10}}, map[string]any{"map": "x", "rank": 12})
+		r := e.do("POST", path, alice, same)
+		want(t, r, 201, "")
+		first := r.body["room"].(map[string]any)
+		if attrs := first["attributes"].(map[string]any); attrs["map"] != "x" || attrs["rank"] != 12.0 {
+			t.Fatalf("created room's attributes %v", attrs)
+		}
+		r = e.do("POST", path, bob, same)
+		want(t, r, 200, "")
+		if r.body["room"].(map[string]any)["id"] != first["id"] {
+			t.Fatalf("the second caller got another room: %s", r.raw)
+		}
+		carol, _ := e.guest("carol")
+		r = e.do("POST", path, carol, body(map[string]any{"map": "z"}, nil))
+		want(t, r, 201, "")
+		if attrs := r.body["room"].(map[string]any)["attributes"].(map[string]any); attrs["map"] != "z" {
+			t.Fatalf("the filtered attribute was not filled in: %v", attrs)
+		}
+	})
+}

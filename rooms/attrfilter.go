@@ -193,6 +193,19 @@ func (f *AttrFilter) set(op, val string) string {
 	return "operator must be one of gte, gt, lte, lt"
 }
 
+// bounds renders a range filter's bounds as a quick-join writes them:
+// "gte 10, lt 20".
+func (f AttrFilter) bounds() string {
+	var parts []string
+	if f.Min != nil {
+		parts = append(parts, map[bool]string{false: "gte ", true: "gt "}[f.MinExclusive]+strconv.FormatFloat(*f.Min, 'g', -1, 64))
+	}
+	if f.Max != nil {
+		parts = append(parts, map[bool]string{false: "lte ", true: "lt "}[f.MaxExclusive]+strconv.FormatFloat(*f.Max, 'g', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // String renders the filters canonically (for cursors bound to them).
 func (f AttrFilter) String() string {
 	eq := "-"

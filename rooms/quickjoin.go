@@ -21,30 +21,53 @@ type QuickJoinParams struct {
 	// or {"gte","gt","lte","lt": number} (a range).
 	Attributes map[string]json.RawMessage `json:"attributes"`
 	// Create, when given, is the room to create in Regions[0] when nothing
-	// can be joined.
+	// can be joined: its attributes, with those Attributes filters by
+	// equality filled in, must match every filter (createAttributes).
 	Create *QuickCreate `json:"create"`
 }
 
-// withExactFilters adds to attrs the attributes a quick-join filters on by
-// equality, so the room it creates is found by the next caller alike.
-func withExactFilters(attrs map[string]any, filters map[string]json.RawMessage) map[string]any {
-	out := map[string]any{}
+// createAttributes returns the attributes of the room a quick-join
+// creates: create's own (attrs), with each key an equality filter names
+// and attrs lacks filled in with the filter's value as sent (raw: a
+// string stays a string, a number a number), so that the next caller with
+// the same filters finds the room. That room must match every filter of
+// its quick-join (filters, parsed from raw): one that did not would never
+// be joined by a caller with those filters, its creator's next call
+// included, and every such call would create another. So a value of
+// attrs an equality filter does not accept (as AttrFilter.Match compares:
+// "dust2" is not "Dust2", 5 is 5.0), and a key a range filters on that
+// attrs lacks or holds out of the range (or not as a number), is a field
+// error naming create.attributes.<key> and saying which filter it fails.
+// Equal values are accepted as given.
+func createAttributes(attrs map[string]any, raw map[string]json.RawMessage, filters []AttrFilter) (map[string]any, fieldErrors) {
+	out := make(map[string]any, len(attrs)+len(filters))
 	for k, v := range attrs {
 		out[k] = v
 	}
-	for k, raw := range filters {
-		v, err := decodeValue(raw)
-		if err != nil {
+	for _, f := range filters {
+		if _, set := out[f.Key]; set || f.Eq == nil {
 			continue
 		}
-		switch v.(type) {
-		case string, json.Number:
-			if _, set := out[k]; !set {
-				out[k] = v
-			}
+		if v, err := decodeValue(raw[f.Key]); err == nil {
+			out[f.Key] = v // a string or a json.Number: attrFilter took nothing else
 		}
 	}
-	return out
+	var errs fieldErrors
+	for _, f := range filters {
+		if f.Match(out) {
+			continue
+		}
+		field := "create.attributes." + f.Key
+		switch _, given := attrs[f.Key]; {
+		case f.Eq != nil:
+			errs.add(field, "must equal the filter attributes.%s (%s): the room a quick-join creates must match its own filters", f.Key, raw[f.Key])
+		case !given:
+			errs.add(field, "is required: the filter attributes.%s (%s) ranges over it, and the room a quick-join creates must match its own filters", f.Key, f.bounds())
+		default:
+			errs.add(field, "must be a number within the filter attributes.%s (%s): the room a quick-join creates must match its own filters", f.Key, f.bounds())
+		}
+	}
+	return out, errs
 }
 
 // attrFilters turns the attributes of a quick-join into filters.
@@ -140,7 +163,10 @@ type Matchmaker interface {
 
 // QuickJoin validates p (the mode and every region also against the
 // allowed Names; the name of the room to create once folded, foldName)
-// and quick-joins on behalf of u.
+// and quick-joins on behalf of u. The room it would create must match
+// p's own attribute filters (createAttributes): one that could not is a
+// ValidationError naming create.attributes.<key>, whether or not a room
+// would have been joined, and nothing is joined or created.
 func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (QuickJoined, error) {
 	if err := PlayersOnly(u); err != nil {
 		return QuickJoined{}, err
@@ -165,8 +191,12 @@ func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (Qui
 	}
 	var create *NewRoom
 	if c := p.Create; c != nil {
+		attrs, aerrs := createAttributes(c.Attributes, p.Attributes, filters)
+		if err := aerrs.err(); err != nil {
+			return QuickJoined{}, err
+		}
 		r := newRoom(CreateParams{Name: c.Name, Mode: p.Mode, Region: p.Regions[0], MaxPlayers: c.MaxPlayers,
-			Attributes: withExactFilters(c.Attributes, p.Attributes), StatePolicy: c.StatePolicy}, State{})
+			Attributes: attrs, StatePolicy: c.StatePolicy}, State{})
 		if len(r.Attributes) > MaxAttributes {
 			return QuickJoined{}, Invalid("create.attributes", "must have at most %d entries with the filtered ones", MaxAttributes)
 		}

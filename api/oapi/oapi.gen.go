@@ -742,6 +742,18 @@ type QuickJoinRequest struct {
 	// creating is not held back by joinable rooms that do not match,
 	// so packing is only guaranteed without filters.
 	//
+	// The room `create` makes must match these filters itself (else
+	// no caller with them, its creator included, would ever join it,
+	// and every call would create another): an equality-filtered key
+	// that `create.attributes` lacks is filled in with the filter's
+	// value (a string stays a string, a number a number), and one it
+	// holds must be equal to it (as the filter compares: a string
+	// exactly, a number by value, so `4.0` equals `4`); a
+	// range-filtered key must be in `create.attributes`, a number
+	// within the bounds. Else 422 `VALIDATION_FAILED` naming
+	// `create.attributes.<key>`, before anything is joined or created
+	// (whether or not a room would have been joined).
+	//
 	//
 	// Example: {"map":"dust2","rank":{"gte":1400,"lte":1600}}
 	Attributes *map[string]interface{} `json:"attributes,omitempty"`

@@ -747,6 +747,18 @@ type QuickJoinRequest struct {
 	// creating is not held back by joinable rooms that do not match,
 	// so packing is only guaranteed without filters.
 	//
+	// The room `create` makes must match these filters itself (else
+	// no caller with them, its creator included, would ever join it,
+	// and every call would create another): an equality-filtered key
+	// that `create.attributes` lacks is filled in with the filter's
+	// value (a string stays a string, a number a number), and one it
+	// holds must be equal to it (as the filter compares: a string
+	// exactly, a number by value, so `4.0` equals `4`); a
+	// range-filtered key must be in `create.attributes`, a number
+	// within the bounds. Else 422 `VALIDATION_FAILED` naming
+	// `create.attributes.<key>`, before anything is joined or created
+	// (whether or not a room would have been joined).
+	//
 	//
 	// Example: {"map":"dust2","rank":{"gte":1400,"lte":1600}}
 	Attributes *map[string]interface{} `json:"attributes,omitempty"`
@@ -2075,7 +2087,8 @@ type ClientInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// is 422, and so is a `create` whose room would not match the
+	// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
 	// rooms that banned or kicked the caller, or none of the first 64 in
 	// fill order matching the attribute filters.
@@ -2126,7 +2139,8 @@ type ClientInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// is 422, and so is a `create` whose room would not match the
+	// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
 	// rooms that banned or kicked the caller, or none of the first 64 in
 	// fill order matching the attribute filters.
@@ -3950,7 +3964,8 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// is 422, and so is a `create` whose room would not match the
+// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
 // rooms that banned or kicked the caller, or none of the first 64 in
 // fill order matching the attribute filters.
@@ -4011,7 +4026,8 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// is 422, and so is a `create` whose room would not match the
+// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
 // rooms that banned or kicked the caller, or none of the first 64 in
 // fill order matching the attribute filters.
@@ -8252,7 +8268,8 @@ type ClientWithResponsesInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// is 422, and so is a `create` whose room would not match the
+	// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
 	// rooms that banned or kicked the caller, or none of the first 64 in
 	// fill order matching the attribute filters.
@@ -8303,7 +8320,8 @@ type ClientWithResponsesInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// is 422, and so is a `create` whose room would not match the
+	// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
 	// rooms that banned or kicked the caller, or none of the first 64 in
 	// fill order matching the attribute filters.
@@ -15207,7 +15225,8 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// is 422, and so is a `create` whose room would not match the
+// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
 // rooms that banned or kicked the caller, or none of the first 64 in
 // fill order matching the attribute filters.
@@ -15264,7 +15283,8 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// is 422, and so is a `create` whose room would not match the
+// request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
 // rooms that banned or kicked the caller, or none of the first 64 in
 // fill order matching the attribute filters.

@@ -631,7 +631,8 @@ export interface paths {
          *     `POST /v1/rooms` are candidates too. When nothing can be joined and
          *     `create` is given, a public room is created in `regions[0]` with the
          *     caller as owner (201, `created: true`); `create` without `regions`
-         *     is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+         *     is 422, and so is a `create` whose room would not match the
+         *     request's own `attributes` filters (see `attributes`). Otherwise 404 `NO_MATCH`, whose `detail` says what left
          *     nothing to join: no joinable room of the mode in those regions, only
          *     rooms that banned or kicked the caller, or none of the first 64 in
          *     fill order matching the attribute filters.
@@ -1889,6 +1890,18 @@ export interface components {
              *     order; a created room gets the equality-filtered attributes, but
              *     creating is not held back by joinable rooms that do not match,
              *     so packing is only guaranteed without filters.
+             *
+             *     The room `create` makes must match these filters itself (else
+             *     no caller with them, its creator included, would ever join it,
+             *     and every call would create another): an equality-filtered key
+             *     that `create.attributes` lacks is filled in with the filter's
+             *     value (a string stays a string, a number a number), and one it
+             *     holds must be equal to it (as the filter compares: a string
+             *     exactly, a number by value, so `4.0` equals `4`); a
+             *     range-filtered key must be in `create.attributes`, a number
+             *     within the bounds. Else 422 `VALIDATION_FAILED` naming
+             *     `create.attributes.<key>`, before anything is joined or created
+             *     (whether or not a room would have been joined).
              * @example {
              *       "map": "dust2",
              *       "rank": {
