@@ -154,3 +154,49 @@ func TestQuickJoinCreateMustMatchItsFiltersOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// Two lower (gt, gte) or two upper (lt, lte) bounds on one attribute, or
+// a bound with an equality, are 422 naming both, in a listing and a
+// quick-join (a tester's find: the listing dropped one, quick-join
+// applied them in Go's map order); one bound of each side still filters.
+func TestConflictingBoundsOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		for _, rank := range []int{1, 3, 5, 7} {
+			want(t, e.do("POST", "/v1/rooms", alice, map[string]any{"name": "r", "mode": "rk", "region": "eu",
+				"attributes": map[string]any{"rank": rank}}), 201, "")
+		}
+		for _, c := range []struct {
+			query  string
+			fields []string
+		}{
+			{"attr.rank.gt=5&attr.rank.gte=1", []string{"attr.rank.gt", "attr.rank.gte"}},
+			{"attr.rank.lt=3&attr.rank.lte=7", []string{"attr.rank.lt", "attr.rank.lte"}},
+			{"attr.rank=3&attr.rank.gte=5", []string{"attr.rank", "attr.rank.gte"}},
+		} {
+			t.Run(c.query, func(t *testing.T) {
+				r := e.do("GET", "/v1/rooms?mode=rk&"+c.query, alice, nil)
+				want(t, r, 422, "VALIDATION_FAILED")
+				for _, f := range c.fields {
+					if !strings.Contains(r.raw, `"field":"`+f+`"`) {
+						t.Errorf("errors do not name %s: %s", f, r.raw)
+					}
+				}
+			})
+		}
+		r := e.do("GET", "/v1/rooms?mode=rk&attr.rank.gt=1&attr.rank.lte=5", alice, nil)
+		want(t, r, 200, "")
+		if n := len(r.body["rooms"].([]any)); n != 2 {
+			t.Errorf("gt=1&lte=5 listed %d rooms, want 2 (3 and 5): %s", n, r.raw)
+		}
+		bob, _ := e.guest("bob")
+		r = e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "rk",
+			"attributes": map[string]any{"rank": map[string]any{"gte": 1, "gt": 5}}})
+		want(t, r, 422, "VALIDATION_FAILED")
+		for _, f := range []string{"attributes.rank.gt", "attributes.rank.gte"} {
+			if !strings.Contains(r.raw, `"field":"`+f+`"`) {
+				t.Errorf("errors do not name %s: %s", f, r.raw)
+			}
+		}
+	})
+}

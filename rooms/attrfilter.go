@@ -119,7 +119,9 @@ func MatchAll(fs []AttrFilter, attrs map[string]any) bool {
 // ParseAttrQuery reads the query parameters "attr.<key>=<value>" (equal:
 // a number when the value is one, compared with numeric attributes, else a
 // string) and "attr.<key>.gte|gt|lte|lt=<number>" (ranges). Other
-// parameters are ignored. Errors name the parameter.
+// parameters are ignored. Errors name the parameter; two that may not be
+// given together on one key (conflict: gt with gte, lt with lte, an
+// equality with a bound) are named both.
 func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
 	byKey := map[string]*AttrFilter{}
 	var errs fieldErrors
@@ -133,7 +135,7 @@ func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
 		if !ok {
 			continue
 		}
-		key, op, _ := strings.Cut(rest, ".")
+		key, op, dotted := strings.Cut(rest, ".")
 		val := q[name][0]
 		if len(q[name]) > 1 {
 			errs.add(name, "given more than once")
@@ -143,10 +145,20 @@ func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
 			errs.add(name, "attribute key must match ^[A-Za-z0-9_]{1,32}$")
 			continue
 		}
+		if dotted && op == "" { // attr.rank.=5 would be a second attr.rank
+			errs.add(name, "operator must be one of gte, gt, lte, lt")
+			continue
+		}
 		f := byKey[key]
 		if f == nil {
 			f = &AttrFilter{Key: key}
 			byKey[key] = f
+		}
+		if other, ok := f.conflict(op); ok {
+			otherName := strings.TrimSuffix("attr."+key+"."+other, ".")
+			errs.add(otherName, "may not be given with %s: %s", name, conflictRule)
+			errs.add(name, "may not be given with %s: %s", otherName, conflictRule)
+			continue
 		}
 		if err := f.set(op, val); err != "" {
 			errs.add(name, "%s", err)
@@ -164,6 +176,46 @@ func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// conflictRule is what each of two operators given together on one key
+// (AttrFilter.conflict) is told.
+const conflictRule = "an attribute takes at most one lower bound (gt or gte) and one upper bound (lt or lte), " +
+	"and no bound with an equality filter"
+
+// conflict reports which operator already set on f op may not be given
+// with ("" for equality), if any: a second lower bound (gt with gte) or
+// upper one (lt with lte), or a bound with an equality. Set, the later
+// one would replace the earlier (with query parameters, the one whose
+// name sorts later; in a quick-join's object, whichever Go's map order
+// read last: random) or, with an equality, be ignored by Match, and the
+// filter would not be the one the client asked for.
+func (f AttrFilter) conflict(op string) (string, bool) {
+	lower := func() (string, bool) {
+		if f.MinExclusive {
+			return "gt", true
+		}
+		return "gte", true
+	}
+	upper := func() (string, bool) {
+		if f.MaxExclusive {
+			return "lt", true
+		}
+		return "lte", true
+	}
+	switch {
+	case (op == "gt" || op == "gte") && f.Min != nil:
+		return lower()
+	case (op == "lt" || op == "lte") && f.Max != nil:
+		return upper()
+	case (op == "gt" || op == "gte" || op == "lt" || op == "lte") && f.Eq != nil:
+		return "", true
+	case op == "" && f.Min != nil:
+		return lower()
+	case op == "" && f.Max != nil:
+		return upper()
+	}
+	return "", false
 }
 
 // set applies one operator; returns a message when it is bad. A bound

@@ -83,9 +83,9 @@ func (p QuickJoinParams) attrFilters() ([]AttrFilter, fieldErrors) {
 	sort.Strings(keys)
 	var out []AttrFilter
 	for _, k := range keys {
-		f, msg := attrFilter(k, p.Attributes[k])
-		if msg != "" {
-			errs.add("attributes."+k, "%s", msg)
+		f, ferrs := attrFilter(k, p.Attributes[k])
+		if len(ferrs) > 0 {
+			errs = append(errs, ferrs...)
 			continue
 		}
 		out = append(out, f)
@@ -93,40 +93,70 @@ func (p QuickJoinParams) attrFilters() ([]AttrFilter, fieldErrors) {
 	return out, errs
 }
 
-// attrFilter reads one filter: a string or number, or an object of bounds.
-func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
+// attrFilter reads one filter: a string or number, or an object of bounds
+// (read in the order of their names, so the answer to a bad one does not
+// depend on Go's map order). Errors name attributes.<key>, or
+// attributes.<key>.<op> for each of two bounds that may not be given
+// together (AttrFilter.conflict: gt with gte, lt with lte).
+func attrFilter(key string, raw json.RawMessage) (AttrFilter, fieldErrors) {
 	f := AttrFilter{Key: key}
+	field := "attributes." + key
+	var errs fieldErrors
 	if !attrKeyRe.MatchString(key) {
-		return f, "key must match ^[A-Za-z0-9_]{1,32}$"
+		errs.add(field, "key must match ^[A-Za-z0-9_]{1,32}$")
+		return f, errs
 	}
 	v, err := decodeValue(raw)
 	if err != nil {
-		return f, "must be a string, a number or an object of gte, gt, lte, lt"
+		errs.add(field, "must be a string, a number or an object of gte, gt, lte, lt")
+		return f, errs
 	}
 	switch x := v.(type) {
 	case string:
-		return f, f.set("", x)
+		if msg := f.set("", x); msg != "" {
+			errs.add(field, "%s", msg)
+		}
+		return f, errs
 	case json.Number:
 		if _, ok := FiniteNumber(x.String()); !ok {
-			return f, "must be a finite number"
+			errs.add(field, "must be a finite number")
+		} else if msg := f.set("", x.String()); msg != "" {
+			errs.add(field, "%s", msg)
 		}
-		return f, f.set("", x.String())
+		return f, errs
 	case map[string]any:
-		for op, b := range x {
-			n, ok := b.(json.Number)
+		ops := make([]string, 0, len(x))
+		for op := range x {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		for _, op := range ops {
+			if op != "gte" && op != "gt" && op != "lte" && op != "lt" {
+				errs.add(field, "operator must be one of gte, gt, lte, lt")
+				return f, errs
+			}
+			n, ok := x[op].(json.Number)
 			if !ok {
-				return f, op + " must be a number"
+				errs.add(field, "%s must be a number", op)
+				return f, errs
+			}
+			if other, ok := f.conflict(op); ok {
+				errs.add(field+"."+other, "may not be given with %s.%s: %s", field, op, conflictRule)
+				errs.add(field+"."+op, "may not be given with %s.%s: %s", field, other, conflictRule)
+				continue
 			}
 			if msg := f.set(op, n.String()); msg != "" {
-				return f, msg
+				errs.add(field, "%s", msg)
+				return f, errs
 			}
 		}
-		if f.Min == nil && f.Max == nil {
-			return f, "must give at least one of gte, gt, lte, lt"
+		if len(errs) == 0 && f.Min == nil && f.Max == nil {
+			errs.add(field, "must give at least one of gte, gt, lte, lt")
 		}
-		return f, ""
+		return f, errs
 	}
-	return f, "must be a string, a number or an object of gte, gt, lte, lt"
+	errs.add(field, "must be a string, a number or an object of gte, gt, lte, lt")
+	return f, errs
 }
 
 // QuickCreate is the room quick-join creates: a create request without

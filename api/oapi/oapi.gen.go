@@ -736,7 +736,10 @@ type ProblemCode string
 // QuickJoinRequest defines model for QuickJoinRequest.
 type QuickJoinRequest struct {
 	// Attributes Candidates must match every filter: a string or number (equal),
-	// or an object of numeric bounds `gte`, `gt`, `lte`, `lt`. With
+	// or an object of numeric bounds `gte`, `gt`, `lte`, `lt`, at most
+	// one lower (`gt` or `gte`) and one upper (`lt` or `lte`): both of
+	// one side (`{"gte": 1, "gt": 5}`) is 422 naming both,
+	// `attributes.<key>.gt` and `attributes.<key>.gte`. With
 	// filters, up to 64 candidates per region are examined in fill
 	// order; a created room gets the equality-filtered attributes, but
 	// creating is not held back by joinable rooms that do not match,

@@ -741,7 +741,10 @@ type ProblemCode string
 // QuickJoinRequest defines model for QuickJoinRequest.
 type QuickJoinRequest struct {
 	// Attributes Candidates must match every filter: a string or number (equal),
-	// or an object of numeric bounds `gte`, `gt`, `lte`, `lt`. With
+	// or an object of numeric bounds `gte`, `gt`, `lte`, `lt`, at most
+	// one lower (`gt` or `gte`) and one upper (`lt` or `lte`): both of
+	// one side (`{"gte": 1, "gt": 5}`) is 422 naming both,
+	// `attributes.<key>.gt` and `attributes.<key>.gte`. With
 	// filters, up to 64 candidates per region are examined in fill
 	// order; a created room gets the equality-filtered attributes, but
 	// creating is not held back by joinable rooms that do not match,
@@ -2838,7 +2841,10 @@ type ClientInterface interface {
 	// equals the value (a string attribute as a string, a numeric one as a
 	// number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 	// range; at most 8 attributes, each parameter once (given twice: 422
-	// naming it); a room without the attribute never
+	// naming it); per attribute at most one lower bound (`gt` or `gte`)
+	// and one upper bound (`lt` or `lte`), and no bound beside an
+	// equality (`attr.rank.gt=5&attr.rank.gte=1`, or `attr.rank=3&attr.rank.gte=5`:
+	// 422 naming both parameters); a room without the attribute never
 	// matches. Filters are applied to rooms read in index order, at most
 	// 1000 index entries per request: past that budget a page comes back
 	// short (possibly empty) with a `nextCursor` to continue, so the cost
@@ -4885,7 +4891,10 @@ func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, 
 // equals the value (a string attribute as a string, a numeric one as a
 // number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 // range; at most 8 attributes, each parameter once (given twice: 422
-// naming it); a room without the attribute never
+// naming it); per attribute at most one lower bound (`gt` or `gte`)
+// and one upper bound (`lt` or `lte`), and no bound beside an
+// equality (`attr.rank.gt=5&attr.rank.gte=1`, or `attr.rank=3&attr.rank.gte=5`:
+// 422 naming both parameters); a room without the attribute never
 // matches. Filters are applied to rooms read in index order, at most
 // 1000 index entries per request: past that budget a page comes back
 // short (possibly empty) with a `nextCursor` to continue, so the cost
@@ -9037,7 +9046,10 @@ type ClientWithResponsesInterface interface {
 	// equals the value (a string attribute as a string, a numeric one as a
 	// number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 	// range; at most 8 attributes, each parameter once (given twice: 422
-	// naming it); a room without the attribute never
+	// naming it); per attribute at most one lower bound (`gt` or `gte`)
+	// and one upper bound (`lt` or `lte`), and no bound beside an
+	// equality (`attr.rank.gt=5&attr.rank.gte=1`, or `attr.rank=3&attr.rank.gte=5`:
+	// 422 naming both parameters); a room without the attribute never
 	// matches. Filters are applied to rooms read in index order, at most
 	// 1000 index entries per request: past that budget a page comes back
 	// short (possibly empty) with a `nextCursor` to continue, so the cost
@@ -16096,7 +16108,10 @@ func (c *ClientWithResponses) GetPresenceWithResponse(ctx context.Context, param
 // equals the value (a string attribute as a string, a numeric one as a
 // number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 // range; at most 8 attributes, each parameter once (given twice: 422
-// naming it); a room without the attribute never
+// naming it); per attribute at most one lower bound (`gt` or `gte`)
+// and one upper bound (`lt` or `lte`), and no bound beside an
+// equality (`attr.rank.gt=5&attr.rank.gte=1`, or `attr.rank=3&attr.rank.gte=5`:
+// 422 naming both parameters); a room without the attribute never
 // matches. Filters are applied to rooms read in index order, at most
 // 1000 index entries per request: past that budget a page comes back
 // short (possibly empty) with a `nextCursor` to continue, so the cost
