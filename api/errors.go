@@ -317,6 +317,8 @@ func paramInvalid(err error, query url.Values) error {
 	switch {
 	case errors.As(err, &inv) && len(query[inv.ParamName]) > 1:
 		return rooms.Invalid(inv.ParamName, "must be sent once")
+	case errors.As(err, &inv) && len(query[inv.ParamName]) == 1 && query[inv.ParamName][0] == "":
+		return rooms.Invalid(inv.ParamName, emptyRule) // joinable=, limit=: as noEmpty says
 	case errors.As(err, &inv):
 		return rooms.Invalid(inv.ParamName, "has the wrong form")
 	case errors.As(err, &many):

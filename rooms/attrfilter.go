@@ -226,6 +226,9 @@ func (f *AttrFilter) set(op, val string) string {
 	n, isNum := FiniteNumber(val)
 	switch op {
 	case "":
+		if !utf8.ValidString(val) { // a query's %FF: no attribute holds it
+			return "must be valid UTF-8"
+		}
 		if utf8.RuneCountInString(val) > 128 {
 			return "must be at most 128 characters"
 		}

@@ -13,7 +13,7 @@ type CreateParams struct {
 	Region      string         `json:"region" validate:"slug"`
 	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
 	Visibility  *Visibility    `json:"visibility" validate:"omitnil,oneof=public private"`
-	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
+	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue,attrtext"`
 	State       State          `json:"state"`
 	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`
 	// Key is the create's Idempotency-Key, if any (not of the body: the
@@ -52,7 +52,7 @@ type UpdateParams struct {
 	Locked     *bool           `json:"locked"`
 	MaxPlayers *int            `json:"maxPlayers" validate:"omitnil,seats"`
 	Visibility *Visibility     `json:"visibility" validate:"omitnil,oneof=public private"`
-	Attributes *map[string]any `json:"attributes" validate:"omitnil,max=16,dive,keys,attrkey,endkeys,attrvalue"`
+	Attributes *map[string]any `json:"attributes" validate:"omitnil,max=16,dive,keys,attrkey,endkeys,attrvalue,attrtext"`
 }
 
 // Empty reports whether the update changes nothing.

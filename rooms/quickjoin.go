@@ -38,7 +38,9 @@ type QuickJoinParams struct {
 // "dust2" is not "Dust2", 5 is 5.0), and a key a range filters on that
 // attrs lacks or holds out of the range (or not as a number), is a field
 // error naming create.attributes.<key> and saying which filter it fails.
-// Equal values are accepted as given.
+// Equal values are accepted as given. A value filled in must be one a
+// room's attribute may hold (AttrText; its length the filter checked):
+// else a field error naming attributes.<key>.
 func createAttributes(attrs map[string]any, raw map[string]json.RawMessage, filters []AttrFilter) (map[string]any, fieldErrors) {
 	out := make(map[string]any, len(attrs)+len(filters))
 	for k, v := range attrs {
@@ -54,6 +56,10 @@ func createAttributes(attrs map[string]any, raw map[string]json.RawMessage, filt
 	}
 	var errs fieldErrors
 	for _, f := range filters {
+		if _, given := attrs[f.Key]; !given && !AttrText(out[f.Key]) {
+			errs.add("attributes."+f.Key, "must not contain %s: the room created gets the value", NameControlRule)
+			continue
+		}
 		if f.Match(out) {
 			continue
 		}
@@ -165,7 +171,7 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, fieldErrors) {
 type QuickCreate struct {
 	Name        string         `json:"name" validate:"min=1,max=64,name,shows"`
 	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
-	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
+	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue,attrtext"`
 	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`
 }
 

@@ -52,6 +52,7 @@ var messages = map[string]string{
 	"oneof":     "must be one of: ",
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$ and not be __proto__",
 	"attrvalue": "must be a string of at most 128 characters or a finite number",
+	"attrtext":  "must not contain " + NameControlRule,
 	"unique":    "must not repeat a value",
 	"userid":    UserIDRule,
 }
@@ -74,6 +75,7 @@ func newValidator() *validator.Validate {
 	}))
 	must(v.RegisterValidation("userid", func(fl validator.FieldLevel) bool { return ValidUserID(fl.Field().String()) }))
 	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return ValidAttrValue(fl.Field().Interface()) }))
+	must(v.RegisterValidation("attrtext", func(fl validator.FieldLevel) bool { return AttrText(fl.Field().Interface()) }))
 	// the ranges of seats and recipients, from their one source above
 	v.RegisterAlias("seats", fmt.Sprintf("min=1,max=%d", MaxPlayersLimit))
 	v.RegisterAlias("recipients", fmt.Sprintf("min=1,max=%d", MaxRecipients))
@@ -147,6 +149,18 @@ func ValidAttrValue(v any) bool {
 		return true
 	}
 	return false
+}
+
+// AttrText reports whether room attribute value v, when a string, holds
+// no NameControl character: a room's attributes show in lobbies as its
+// name does, so a NUL, a line break or a right-to-left override U+202E
+// in one would do there what it would in the name (NameControlRule says
+// what is refused, as for names). A number passes. Room attributes hold
+// to it (create, update, a quick-join's create and the filtered values
+// it fills in); tickets' attributes, which no other player sees, do not.
+func AttrText(v any) bool {
+	s, ok := v.(string)
+	return !ok || !strings.ContainsFunc(s, NameControl)
 }
 
 // structErrors runs v on s and converts its findings into field errors named

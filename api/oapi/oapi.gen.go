@@ -319,7 +319,14 @@ func (e ListRoomsParamsSort) Valid() bool {
 
 // Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype); each value a string
-// of at most 128 characters or a number.
+// of at most 128 characters or a number. A string value holds what
+// a room's name may (see the conventions): no control characters
+// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+// and paragraph separators (U+2028, U+2029); else 422 naming
+// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+// room given such a value before this rule keeps it until its
+// attributes are replaced.
 //
 // Example: {"map":"dust2","rank":1500}
 type Attributes map[string]interface{}
@@ -328,7 +335,14 @@ type Attributes map[string]interface{}
 type CreateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype); each value a string
-	// of at most 128 characters or a number.
+	// of at most 128 characters or a number. A string value holds what
+	// a room's name may (see the conventions): no control characters
+	// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+	// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+	// and paragraph separators (U+2028, U+2029); else 422 naming
+	// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+	// room given such a value before this rule keeps it until its
+	// attributes are replaced.
 	//
 	//
 	// Example: {"map":"dust2","rank":1500}
@@ -606,7 +620,14 @@ type MyRoomList struct {
 	Rooms      []struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 		// JavaScript reads as an object's prototype); each value a string
-		// of at most 128 characters or a number.
+		// of at most 128 characters or a number. A string value holds what
+		// a room's name may (see the conventions): no control characters
+		// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+		// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+		// and paragraph separators (U+2028, U+2029); else 422 naming
+		// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+		// room given such a value before this rule keeps it until its
+		// attributes are replaced.
 		//
 		//
 		// Example: {"map":"dust2","rank":1500}
@@ -755,7 +776,10 @@ type QuickJoinRequest struct {
 	// range-filtered key must be in `create.attributes`, a number
 	// within the bounds. Else 422 `VALIDATION_FAILED` naming
 	// `create.attributes.<key>`, before anything is joined or created
-	// (whether or not a room would have been joined).
+	// (whether or not a room would have been joined). A string value
+	// filled in so holds to the attributes' rule (`Attributes`: no
+	// control, bidirectional formatting, line or paragraph separator
+	// characters), else 422 naming `attributes.<key>`.
 	//
 	//
 	// Example: {"map":"dust2","rank":{"gte":1400,"lte":1600}}
@@ -765,7 +789,14 @@ type QuickJoinRequest struct {
 	Create *struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 		// JavaScript reads as an object's prototype); each value a string
-		// of at most 128 characters or a number.
+		// of at most 128 characters or a number. A string value holds what
+		// a room's name may (see the conventions): no control characters
+		// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+		// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+		// and paragraph separators (U+2028, U+2029); else 422 naming
+		// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+		// room given such a value before this rule keeps it until its
+		// attributes are replaced.
 		//
 		//
 		// Example: {"map":"dust2","rank":1500}
@@ -810,7 +841,14 @@ type ReserveSeatsRequest struct {
 type Room struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype); each value a string
-	// of at most 128 characters or a number.
+	// of at most 128 characters or a number. A string value holds what
+	// a room's name may (see the conventions): no control characters
+	// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+	// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+	// and paragraph separators (U+2028, U+2029); else 422 naming
+	// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+	// room given such a value before this rule keeps it until its
+	// attributes are replaced.
 	//
 	//
 	// Example: {"map":"dust2","rank":1500}
@@ -985,7 +1023,14 @@ type TicketResponse struct {
 type UpdateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype); each value a string
-	// of at most 128 characters or a number.
+	// of at most 128 characters or a number. A string value holds what
+	// a room's name may (see the conventions): no control characters
+	// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+	// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+	// and paragraph separators (U+2028, U+2029); else 422 naming
+	// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+	// room given such a value before this rule keeps it until its
+	// attributes are replaced.
 	//
 	//
 	// Example: {"map":"dust2","rank":1500}
@@ -1102,7 +1147,10 @@ type ListWebhookDeadLettersParams struct {
 
 // StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
 type StreamLobbyEventsParams struct {
-	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
+	// Mode The mode (any when absent; given empty, `mode=`, 422 naming it).
+	Mode *Mode `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// Region The region (any when absent; given empty, `region=`, 422 naming it).
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
 }
 

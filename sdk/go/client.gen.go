@@ -324,7 +324,14 @@ func (e ListRoomsParamsSort) Valid() bool {
 
 // Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 // JavaScript reads as an object's prototype); each value a string
-// of at most 128 characters or a number.
+// of at most 128 characters or a number. A string value holds what
+// a room's name may (see the conventions): no control characters
+// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+// and paragraph separators (U+2028, U+2029); else 422 naming
+// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+// room given such a value before this rule keeps it until its
+// attributes are replaced.
 //
 // Example: {"map":"dust2","rank":1500}
 type Attributes map[string]interface{}
@@ -333,7 +340,14 @@ type Attributes map[string]interface{}
 type CreateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype); each value a string
-	// of at most 128 characters or a number.
+	// of at most 128 characters or a number. A string value holds what
+	// a room's name may (see the conventions): no control characters
+	// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+	// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+	// and paragraph separators (U+2028, U+2029); else 422 naming
+	// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+	// room given such a value before this rule keeps it until its
+	// attributes are replaced.
 	//
 	//
 	// Example: {"map":"dust2","rank":1500}
@@ -611,7 +625,14 @@ type MyRoomList struct {
 	Rooms      []struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 		// JavaScript reads as an object's prototype); each value a string
-		// of at most 128 characters or a number.
+		// of at most 128 characters or a number. A string value holds what
+		// a room's name may (see the conventions): no control characters
+		// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+		// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+		// and paragraph separators (U+2028, U+2029); else 422 naming
+		// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+		// room given such a value before this rule keeps it until its
+		// attributes are replaced.
 		//
 		//
 		// Example: {"map":"dust2","rank":1500}
@@ -760,7 +781,10 @@ type QuickJoinRequest struct {
 	// range-filtered key must be in `create.attributes`, a number
 	// within the bounds. Else 422 `VALIDATION_FAILED` naming
 	// `create.attributes.<key>`, before anything is joined or created
-	// (whether or not a room would have been joined).
+	// (whether or not a room would have been joined). A string value
+	// filled in so holds to the attributes' rule (`Attributes`: no
+	// control, bidirectional formatting, line or paragraph separator
+	// characters), else 422 naming `attributes.<key>`.
 	//
 	//
 	// Example: {"map":"dust2","rank":{"gte":1400,"lte":1600}}
@@ -770,7 +794,14 @@ type QuickJoinRequest struct {
 	Create *struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 		// JavaScript reads as an object's prototype); each value a string
-		// of at most 128 characters or a number.
+		// of at most 128 characters or a number. A string value holds what
+		// a room's name may (see the conventions): no control characters
+		// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+		// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+		// and paragraph separators (U+2028, U+2029); else 422 naming
+		// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+		// room given such a value before this rule keeps it until its
+		// attributes are replaced.
 		//
 		//
 		// Example: {"map":"dust2","rank":1500}
@@ -815,7 +846,14 @@ type ReserveSeatsRequest struct {
 type Room struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype); each value a string
-	// of at most 128 characters or a number.
+	// of at most 128 characters or a number. A string value holds what
+	// a room's name may (see the conventions): no control characters
+	// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+	// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+	// and paragraph separators (U+2028, U+2029); else 422 naming
+	// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+	// room given such a value before this rule keeps it until its
+	// attributes are replaced.
 	//
 	//
 	// Example: {"map":"dust2","rank":1500}
@@ -990,7 +1028,14 @@ type TicketResponse struct {
 type UpdateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
 	// JavaScript reads as an object's prototype); each value a string
-	// of at most 128 characters or a number.
+	// of at most 128 characters or a number. A string value holds what
+	// a room's name may (see the conventions): no control characters
+	// (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+	// (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+	// and paragraph separators (U+2028, U+2029); else 422 naming
+	// `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+	// room given such a value before this rule keeps it until its
+	// attributes are replaced.
 	//
 	//
 	// Example: {"map":"dust2","rank":1500}
@@ -1107,7 +1152,10 @@ type ListWebhookDeadLettersParams struct {
 
 // StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
 type StreamLobbyEventsParams struct {
-	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
+	// Mode The mode (any when absent; given empty, `mode=`, 422 naming it).
+	Mode *Mode `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// Region The region (any when absent; given empty, `region=`, 422 naming it).
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
 }
 
@@ -2839,7 +2887,9 @@ type ClientInterface interface {
 	//
 	// Attribute filters: `attr.<key>=<value>` keeps rooms whose attribute
 	// equals the value (a string attribute as a string, a numeric one as a
-	// number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
+	// number; `attr.map=` those whose `map` is the empty string; a value
+	// that is not UTF-8 once percent-decoded, such as `%FF`, is 422),
+	// `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 	// range; at most 8 attributes, each parameter once (given twice: 422
 	// naming it); per attribute at most one lower bound (`gt` or `gte`)
 	// and one upper bound (`lt` or `lte`), and no bound beside an
@@ -2849,6 +2899,13 @@ type ClientInterface interface {
 	// 1000 index entries per request: past that budget a page comes back
 	// short (possibly empty) with a `nextCursor` to continue, so the cost
 	// of a request stays bounded however rare the matches are.
+	//
+	// A parameter given with an empty value (`mode=`, `status=`,
+	// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
+	// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
+	// false) have it: leave a parameter out for its default (any mode,
+	// any region, `waiting`, newest first, 20, the first page). Only an
+	// attribute filter takes an empty value (the empty string).
 	//
 	// API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -4889,7 +4946,9 @@ func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, 
 //
 // Attribute filters: `attr.<key>=<value>` keeps rooms whose attribute
 // equals the value (a string attribute as a string, a numeric one as a
-// number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
+// number; `attr.map=` those whose `map` is the empty string; a value
+// that is not UTF-8 once percent-decoded, such as `%FF`, is 422),
+// `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 // range; at most 8 attributes, each parameter once (given twice: 422
 // naming it); per attribute at most one lower bound (`gt` or `gte`)
 // and one upper bound (`lt` or `lte`), and no bound beside an
@@ -4899,6 +4958,13 @@ func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, 
 // 1000 index entries per request: past that budget a page comes back
 // short (possibly empty) with a `nextCursor` to continue, so the cost
 // of a request stays bounded however rare the matches are.
+//
+// A parameter given with an empty value (`mode=`, `status=`,
+// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
+// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
+// false) have it: leave a parameter out for its default (any mode,
+// any region, `waiting`, newest first, 20, the first page). Only an
+// attribute filter takes an empty value (the empty string).
 //
 // API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 //
@@ -9044,7 +9110,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Attribute filters: `attr.<key>=<value>` keeps rooms whose attribute
 	// equals the value (a string attribute as a string, a numeric one as a
-	// number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
+	// number; `attr.map=` those whose `map` is the empty string; a value
+	// that is not UTF-8 once percent-decoded, such as `%FF`, is 422),
+	// `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 	// range; at most 8 attributes, each parameter once (given twice: 422
 	// naming it); per attribute at most one lower bound (`gt` or `gte`)
 	// and one upper bound (`lt` or `lte`), and no bound beside an
@@ -9054,6 +9122,13 @@ type ClientWithResponsesInterface interface {
 	// 1000 index entries per request: past that budget a page comes back
 	// short (possibly empty) with a `nextCursor` to continue, so the cost
 	// of a request stays bounded however rare the matches are.
+	//
+	// A parameter given with an empty value (`mode=`, `status=`,
+	// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
+	// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
+	// false) have it: leave a parameter out for its default (any mode,
+	// any region, `waiting`, newest first, 20, the first page). Only an
+	// attribute filter takes an empty value (the empty string).
 	//
 	// API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -16106,7 +16181,9 @@ func (c *ClientWithResponses) GetPresenceWithResponse(ctx context.Context, param
 //
 // Attribute filters: `attr.<key>=<value>` keeps rooms whose attribute
 // equals the value (a string attribute as a string, a numeric one as a
-// number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
+// number; `attr.map=` those whose `map` is the empty string; a value
+// that is not UTF-8 once percent-decoded, such as `%FF`, is 422),
+// `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
 // range; at most 8 attributes, each parameter once (given twice: 422
 // naming it); per attribute at most one lower bound (`gt` or `gte`)
 // and one upper bound (`lt` or `lte`), and no bound beside an
@@ -16116,6 +16193,13 @@ func (c *ClientWithResponses) GetPresenceWithResponse(ctx context.Context, param
 // 1000 index entries per request: past that budget a page comes back
 // short (possibly empty) with a `nextCursor` to continue, so the cost
 // of a request stays bounded however rare the matches are.
+//
+// A parameter given with an empty value (`mode=`, `status=`,
+// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
+// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
+// false) have it: leave a parameter out for its default (any mode,
+// any region, `waiting`, newest first, 20, the first page). Only an
+// attribute filter takes an empty value (the empty string).
 //
 // API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 //

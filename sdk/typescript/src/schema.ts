@@ -93,7 +93,9 @@ export interface paths {
          *
          *     Attribute filters: `attr.<key>=<value>` keeps rooms whose attribute
          *     equals the value (a string attribute as a string, a numeric one as a
-         *     number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
+         *     number; `attr.map=` those whose `map` is the empty string; a value
+         *     that is not UTF-8 once percent-decoded, such as `%FF`, is 422),
+         *     `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
          *     range; at most 8 attributes, each parameter once (given twice: 422
          *     naming it); per attribute at most one lower bound (`gt` or `gte`)
          *     and one upper bound (`lt` or `lte`), and no bound beside an
@@ -103,6 +105,13 @@ export interface paths {
          *     1000 index entries per request: past that budget a page comes back
          *     short (possibly empty) with a `nextCursor` to continue, so the cost
          *     of a request stays bounded however rare the matches are.
+         *
+         *     A parameter given with an empty value (`mode=`, `status=`,
+         *     `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
+         *     empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
+         *     false) have it: leave a parameter out for its default (any mode,
+         *     any region, `waiting`, newest first, 20, the first page). Only an
+         *     attribute filter takes an empty value (the empty string).
          *
          *     API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
          */
@@ -1760,7 +1769,14 @@ export interface components {
         /**
          * @description At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$` but `__proto__` (a key
          *     JavaScript reads as an object's prototype); each value a string
-         *     of at most 128 characters or a number.
+         *     of at most 128 characters or a number. A string value holds what
+         *     a room's name may (see the conventions): no control characters
+         *     (Cc: NUL, tab, CR, LF, ...), bidirectional formatting characters
+         *     (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line
+         *     and paragraph separators (U+2028, U+2029); else 422 naming
+         *     `attributes.<key>` (`create.attributes.<key>` in a quick-join). A
+         *     room given such a value before this rule keeps it until its
+         *     attributes are replaced.
          * @example {
          *       "map": "dust2",
          *       "rank": 1500
@@ -1907,7 +1923,10 @@ export interface components {
              *     range-filtered key must be in `create.attributes`, a number
              *     within the bounds. Else 422 `VALIDATION_FAILED` naming
              *     `create.attributes.<key>`, before anything is joined or created
-             *     (whether or not a room would have been joined).
+             *     (whether or not a room would have been joined). A string value
+             *     filled in so holds to the attributes' rule (`Attributes`: no
+             *     control, bidirectional formatting, line or paragraph separator
+             *     characters), else 422 naming `attributes.<key>`.
              * @example {
              *       "map": "dust2",
              *       "rank": {
@@ -4419,7 +4438,9 @@ export interface operations {
     streamLobbyEvents: {
         parameters: {
             query?: {
+                /** @description The mode (any when absent; given empty, `mode=`, 422 naming it). */
                 mode?: components["schemas"]["Mode"];
+                /** @description The region (any when absent; given empty, `region=`, 422 naming it). */
                 region?: components["schemas"]["Region"];
             };
             header?: never;
