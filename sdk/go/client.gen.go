@@ -2071,6 +2071,20 @@ type ClientInterface interface {
 	// | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 	// | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 	//
+	// The `rooms` list holds at most 100 rooms, but the changes that
+	// follow come for every matching room: a room past the first 100
+	// arrives as `room_added` when it changes, and one that never changes
+	// never arrives. So a client following a `mode` and `region` (or
+	// neither) that match more than 100 joinable rooms holds an arbitrary
+	// subset of them, not the best 100. Such a client should narrow the
+	// filter (a `mode` and a `region`) until it matches fewer than 100,
+	// or, for the whole list, page `GET
+	// /v1/rooms?joinable=true&sort=fill` with the same `mode` and
+	// `region` and apply this feed's changes on top (keeping, per room,
+	// the highest `version`; paging `fill` is best effort, dedupe by id);
+	// a client that shows only the top of the list may keep the `rooms`
+	// list's order and ignore `room_added` for rooms below it.
+	//
 	// The data of every event is the schema `LobbyEvent`. Rooms carry
 	// no players. Changes to one room within 100 ms are
 	// coalesced into one event carrying the latest state; the final state
@@ -2157,8 +2171,14 @@ type ClientInterface interface {
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
-	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// N concurrent callers of one mode and region, with rooms of M seats
+	// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+	// full but the last. With filters this packing is not guaranteed:
+	// creating is not held back by joinable rooms that do not match, so
+	// callers with the same filters who find no match at once may each
+	// create a room (40 concurrent callers with one equality filter and
+	// M = 4 made 10 to 13 rooms); the rooms they create do match those
+	// filters, so later callers join them. A server
 	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 	// of them partly filled, and the room joined is the fullest of one
@@ -2209,8 +2229,14 @@ type ClientInterface interface {
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
-	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// N concurrent callers of one mode and region, with rooms of M seats
+	// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+	// full but the last. With filters this packing is not guaranteed:
+	// creating is not held back by joinable rooms that do not match, so
+	// callers with the same filters who find no match at once may each
+	// create a room (40 concurrent callers with one equality filter and
+	// M = 4 made 10 to 13 rooms); the rooms they create do match those
+	// filters, so later callers join them. A server
 	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 	// of them partly filled, and the room joined is the fullest of one
@@ -3930,6 +3956,20 @@ func (c *APIClient) RefreshToken(ctx context.Context, reqEditors ...RequestEdito
 // | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 // | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 //
+// The `rooms` list holds at most 100 rooms, but the changes that
+// follow come for every matching room: a room past the first 100
+// arrives as `room_added` when it changes, and one that never changes
+// never arrives. So a client following a `mode` and `region` (or
+// neither) that match more than 100 joinable rooms holds an arbitrary
+// subset of them, not the best 100. Such a client should narrow the
+// filter (a `mode` and a `region`) until it matches fewer than 100,
+// or, for the whole list, page `GET
+// /v1/rooms?joinable=true&sort=fill` with the same `mode` and
+// `region` and apply this feed's changes on top (keeping, per room,
+// the highest `version`; paging `fill` is best effort, dedupe by id);
+// a client that shows only the top of the list may keep the `rooms`
+// list's order and ignore `room_added` for rooms below it.
+//
 // The data of every event is the schema `LobbyEvent`. Rooms carry
 // no players. Changes to one room within 100 ms are
 // coalesced into one event carrying the latest state; the final state
@@ -4046,8 +4086,14 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
-// N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last. A server
+// N concurrent callers of one mode and region, with rooms of M seats
+// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+// full but the last. With filters this packing is not guaranteed:
+// creating is not held back by joinable rooms that do not match, so
+// callers with the same filters who find no match at once may each
+// create a room (40 concurrent callers with one equality filter and
+// M = 4 made 10 to 13 rooms); the rooms they create do match those
+// filters, so later callers join them. A server
 // that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 // packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 // of them partly filled, and the room joined is the fullest of one
@@ -4108,8 +4154,14 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
-// N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last. A server
+// N concurrent callers of one mode and region, with rooms of M seats
+// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+// full but the last. With filters this packing is not guaranteed:
+// creating is not held back by joinable rooms that do not match, so
+// callers with the same filters who find no match at once may each
+// create a room (40 concurrent callers with one equality filter and
+// M = 4 made 10 to 13 rooms); the rooms they create do match those
+// filters, so later callers join them. A server
 // that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 // packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 // of them partly filled, and the room joined is the fullest of one
@@ -8270,6 +8322,20 @@ type ClientWithResponsesInterface interface {
 	// | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 	// | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 	//
+	// The `rooms` list holds at most 100 rooms, but the changes that
+	// follow come for every matching room: a room past the first 100
+	// arrives as `room_added` when it changes, and one that never changes
+	// never arrives. So a client following a `mode` and `region` (or
+	// neither) that match more than 100 joinable rooms holds an arbitrary
+	// subset of them, not the best 100. Such a client should narrow the
+	// filter (a `mode` and a `region`) until it matches fewer than 100,
+	// or, for the whole list, page `GET
+	// /v1/rooms?joinable=true&sort=fill` with the same `mode` and
+	// `region` and apply this feed's changes on top (keeping, per room,
+	// the highest `version`; paging `fill` is best effort, dedupe by id);
+	// a client that shows only the top of the list may keep the `rooms`
+	// list's order and ignore `room_added` for rooms below it.
+	//
 	// The data of every event is the schema `LobbyEvent`. Rooms carry
 	// no players. Changes to one room within 100 ms are
 	// coalesced into one event carrying the latest state; the final state
@@ -8362,8 +8428,14 @@ type ClientWithResponsesInterface interface {
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
-	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// N concurrent callers of one mode and region, with rooms of M seats
+	// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+	// full but the last. With filters this packing is not guaranteed:
+	// creating is not held back by joinable rooms that do not match, so
+	// callers with the same filters who find no match at once may each
+	// create a room (40 concurrent callers with one equality filter and
+	// M = 4 made 10 to 13 rooms); the rooms they create do match those
+	// filters, so later callers join them. A server
 	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 	// of them partly filled, and the room joined is the fullest of one
@@ -8414,8 +8486,14 @@ type ClientWithResponsesInterface interface {
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
-	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// N concurrent callers of one mode and region, with rooms of M seats
+	// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+	// full but the last. With filters this packing is not guaranteed:
+	// creating is not held back by joinable rooms that do not match, so
+	// callers with the same filters who find no match at once may each
+	// create a room (40 concurrent callers with one equality filter and
+	// M = 4 made 10 to 13 rooms); the rooms they create do match those
+	// filters, so later callers join them. A server
 	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 	// of them partly filled, and the room joined is the fullest of one
@@ -15221,6 +15299,20 @@ func (c *ClientWithResponses) RefreshTokenWithResponse(ctx context.Context, reqE
 // | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 // | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 //
+// The `rooms` list holds at most 100 rooms, but the changes that
+// follow come for every matching room: a room past the first 100
+// arrives as `room_added` when it changes, and one that never changes
+// never arrives. So a client following a `mode` and `region` (or
+// neither) that match more than 100 joinable rooms holds an arbitrary
+// subset of them, not the best 100. Such a client should narrow the
+// filter (a `mode` and a `region`) until it matches fewer than 100,
+// or, for the whole list, page `GET
+// /v1/rooms?joinable=true&sort=fill` with the same `mode` and
+// `region` and apply this feed's changes on top (keeping, per room,
+// the highest `version`; paging `fill` is best effort, dedupe by id);
+// a client that shows only the top of the list may keep the `rooms`
+// list's order and ignore `room_added` for rooms below it.
+//
 // The data of every event is the schema `LobbyEvent`. Rooms carry
 // no players. Changes to one room within 100 ms are
 // coalesced into one event carrying the latest state; the final state
@@ -15331,8 +15423,14 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
-// N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last. A server
+// N concurrent callers of one mode and region, with rooms of M seats
+// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+// full but the last. With filters this packing is not guaranteed:
+// creating is not held back by joinable rooms that do not match, so
+// callers with the same filters who find no match at once may each
+// create a room (40 concurrent callers with one equality filter and
+// M = 4 made 10 to 13 rooms); the rooms they create do match those
+// filters, so later callers join them. A server
 // that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 // packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 // of them partly filled, and the room joined is the fullest of one
@@ -15389,8 +15487,14 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
-// N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last. A server
+// N concurrent callers of one mode and region, with rooms of M seats
+// and no `attributes` filters, end in exactly ceil(N/M) rooms, all
+// full but the last. With filters this packing is not guaranteed:
+// creating is not held back by joinable rooms that do not match, so
+// callers with the same filters who find no match at once may each
+// create a room (40 concurrent callers with one equality filter and
+// M = 4 made 10 to 13 rooms); the rooms they create do match those
+// filters, so later callers join them. A server
 // that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
 // packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
 // of them partly filled, and the room joined is the fullest of one
