@@ -307,6 +307,13 @@ var pathNotFound = map[string]error{
 // router refused, naming it (a header's too: two Last-Event-ID headers are
 // not a bad query). The router's three kinds of error are named; any
 // other is the query's. A query parameter given twice is told as a
+// emptyRule is what a bound query parameter given empty (joinable=,
+// limit=), which the generated binding refuses, is told. The lobby's
+// string parameters (status, mode, region, sort, cursor) given empty are
+// taken as absent, as they always were: a client sending "" for "any"
+// (an SDK's default string) is served.
+const emptyRule = "must not be empty: leave the parameter out for its default"
+
 // header given twice is (the router reads it as a wrong form).
 func paramInvalid(err error, query url.Values) error {
 	var (
@@ -318,7 +325,7 @@ func paramInvalid(err error, query url.Values) error {
 	case errors.As(err, &inv) && len(query[inv.ParamName]) > 1:
 		return rooms.Invalid(inv.ParamName, "must be sent once")
 	case errors.As(err, &inv) && len(query[inv.ParamName]) == 1 && query[inv.ParamName][0] == "":
-		return rooms.Invalid(inv.ParamName, emptyRule) // joinable=, limit=: as noEmpty says
+		return rooms.Invalid(inv.ParamName, emptyRule) // joinable=, limit=
 	case errors.As(err, &inv):
 		return rooms.Invalid(inv.ParamName, "has the wrong form")
 	case errors.As(err, &many):

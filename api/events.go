@@ -37,10 +37,6 @@ func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID
 // StreamLobbyEvents implements GET /v1/lobby/events.
 func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params oapi.StreamLobbyEventsParams) {
 	mode, region := deref(params.Mode), deref(params.Region)
-	if err := noEmpty(r.URL.Query(), "mode", "region"); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if err := s.lobby.CheckFilter(mode, region); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -16,10 +16,6 @@ import (
 // ListRooms implements GET /v1/rooms.
 func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.ListRoomsParams) {
 	query := r.URL.Query()
-	if err := noEmpty(query, "status", "mode", "region", "sort", "cursor"); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if err := canonicalInts(query, "limit"); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -77,31 +73,6 @@ func listKey(route string, q url.Values) string {
 
 // listReads are the parameters of GET /v1/rooms, but the attribute filters.
 var listReads = map[string]bool{"status": true, "joinable": true, "mode": true, "region": true, "sort": true, "limit": true, "cursor": true}
-
-// emptyRule is what a query parameter given with an empty value is told.
-const emptyRule = "must not be empty: leave the parameter out for its default"
-
-// noEmpty refuses each parameter of q (the request's query) among names
-// given once with an empty value (mode=), naming it. The lobby's
-// parameters took an empty string as absent (status, mode, region, sort,
-// cursor) while the generated binding refused an empty boolean or
-// integer (joinable=, limit=): openapi.yaml allows no empty value
-// (allowEmptyValue's default), and mode's and region's patterns, sort's
-// enum, joinable and limit take none either, so every one is 422 (see
-// paramInvalid for the bound ones). A client leaves a parameter out to
-// mean its default.
-func noEmpty(q url.Values, names ...string) error {
-	var errs []rooms.FieldError
-	for _, name := range names {
-		if v := q[name]; len(v) == 1 && v[0] == "" {
-			errs = append(errs, rooms.FieldError{Field: name, Message: emptyRule})
-		}
-	}
-	if len(errs) > 0 {
-		return &rooms.ValidationError{Fields: errs}
-	}
-	return nil
-}
 
 // canonicalInts refuses an integer query parameter of q (the request's
 // query) that is not in canonical form (rooms.ParseCanonical: "020" is not

@@ -1147,10 +1147,10 @@ type ListWebhookDeadLettersParams struct {
 
 // StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
 type StreamLobbyEventsParams struct {
-	// Mode The mode (any when absent; given empty, `mode=`, 422 naming it).
+	// Mode The mode (any when absent or given empty, `mode=`).
 	Mode *Mode `form:"mode,omitempty" json:"mode,omitempty"`
 
-	// Region The region (any when absent; given empty, `region=`, 422 naming it).
+	// Region The region (any when absent or given empty, `region=`).
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
 }
 

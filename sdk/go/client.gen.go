@@ -1152,10 +1152,10 @@ type ListWebhookDeadLettersParams struct {
 
 // StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
 type StreamLobbyEventsParams struct {
-	// Mode The mode (any when absent; given empty, `mode=`, 422 naming it).
+	// Mode The mode (any when absent or given empty, `mode=`).
 	Mode *Mode `form:"mode,omitempty" json:"mode,omitempty"`
 
-	// Region The region (any when absent; given empty, `region=`, 422 naming it).
+	// Region The region (any when absent or given empty, `region=`).
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
 }
 
@@ -2926,12 +2926,12 @@ type ClientInterface interface {
 	// short (possibly empty) with a `nextCursor` to continue, so the cost
 	// of a request stays bounded however rare the matches are.
 	//
-	// A parameter given with an empty value (`mode=`, `status=`,
-	// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
-	// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
-	// false) have it: leave a parameter out for its default (any mode,
-	// any region, `waiting`, newest first, 20, the first page). Only an
-	// attribute filter takes an empty value (the empty string).
+	// A parameter given with an empty value: `status=`, `mode=`,
+	// `region=`, `sort=` and `cursor=` are taken as absent (`waiting`,
+	// any mode, any region, newest first, the first page); `joinable=`
+	// and `limit=` are 422 naming it ("must not be empty": leave it out
+	// for its default). An attribute filter's empty value is a value
+	// (`attr.map=`: the empty string).
 	//
 	// API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -5011,12 +5011,12 @@ func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, 
 // short (possibly empty) with a `nextCursor` to continue, so the cost
 // of a request stays bounded however rare the matches are.
 //
-// A parameter given with an empty value (`mode=`, `status=`,
-// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
-// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
-// false) have it: leave a parameter out for its default (any mode,
-// any region, `waiting`, newest first, 20, the first page). Only an
-// attribute filter takes an empty value (the empty string).
+// A parameter given with an empty value: `status=`, `mode=`,
+// `region=`, `sort=` and `cursor=` are taken as absent (`waiting`,
+// any mode, any region, newest first, the first page); `joinable=`
+// and `limit=` are 422 naming it ("must not be empty": leave it out
+// for its default). An attribute filter's empty value is a value
+// (`attr.map=`: the empty string).
 //
 // API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 //
@@ -9201,12 +9201,12 @@ type ClientWithResponsesInterface interface {
 	// short (possibly empty) with a `nextCursor` to continue, so the cost
 	// of a request stays bounded however rare the matches are.
 	//
-	// A parameter given with an empty value (`mode=`, `status=`,
-	// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
-	// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
-	// false) have it: leave a parameter out for its default (any mode,
-	// any region, `waiting`, newest first, 20, the first page). Only an
-	// attribute filter takes an empty value (the empty string).
+	// A parameter given with an empty value: `status=`, `mode=`,
+	// `region=`, `sort=` and `cursor=` are taken as absent (`waiting`,
+	// any mode, any region, newest first, the first page); `joinable=`
+	// and `limit=` are 422 naming it ("must not be empty": leave it out
+	// for its default). An attribute filter's empty value is a value
+	// (`attr.map=`: the empty string).
 	//
 	// API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -16298,12 +16298,12 @@ func (c *ClientWithResponses) GetPresenceWithResponse(ctx context.Context, param
 // short (possibly empty) with a `nextCursor` to continue, so the cost
 // of a request stays bounded however rare the matches are.
 //
-// A parameter given with an empty value (`mode=`, `status=`,
-// `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
-// empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
-// false) have it: leave a parameter out for its default (any mode,
-// any region, `waiting`, newest first, 20, the first page). Only an
-// attribute filter takes an empty value (the empty string).
+// A parameter given with an empty value: `status=`, `mode=`,
+// `region=`, `sort=` and `cursor=` are taken as absent (`waiting`,
+// any mode, any region, newest first, the first page); `joinable=`
+// and `limit=` are 422 naming it ("must not be empty": leave it out
+// for its default). An attribute filter's empty value is a value
+// (`attr.map=`: the empty string).
 //
 // API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
 //

@@ -106,12 +106,12 @@ export interface paths {
          *     short (possibly empty) with a `nextCursor` to continue, so the cost
          *     of a request stays bounded however rare the matches are.
          *
-         *     A parameter given with an empty value (`mode=`, `status=`,
-         *     `joinable=`, `limit=`, `cursor=`...) is 422 naming it ("must not be
-         *     empty"), as the schemas below (and OpenAPI's `allowEmptyValue`,
-         *     false) have it: leave a parameter out for its default (any mode,
-         *     any region, `waiting`, newest first, 20, the first page). Only an
-         *     attribute filter takes an empty value (the empty string).
+         *     A parameter given with an empty value: `status=`, `mode=`,
+         *     `region=`, `sort=` and `cursor=` are taken as absent (`waiting`,
+         *     any mode, any region, newest first, the first page); `joinable=`
+         *     and `limit=` are 422 naming it ("must not be empty": leave it out
+         *     for its default). An attribute filter's empty value is a value
+         *     (`attr.map=`: the empty string).
          *
          *     API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
          */
@@ -4458,9 +4458,9 @@ export interface operations {
     streamLobbyEvents: {
         parameters: {
             query?: {
-                /** @description The mode (any when absent; given empty, `mode=`, 422 naming it). */
+                /** @description The mode (any when absent or given empty, `mode=`). */
                 mode?: components["schemas"]["Mode"];
-                /** @description The region (any when absent; given empty, `region=`, 422 naming it). */
+                /** @description The region (any when absent or given empty, `region=`). */
                 region?: components["schemas"]["Region"];
             };
             header?: never;
