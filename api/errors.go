@@ -303,10 +303,6 @@ var pathNotFound = map[string]error{
 	"deadLetterId": deadletter.ErrNotFound,
 }
 
-// paramInvalid is the validation failure of a parameter the generated
-// router refused, naming it (a header's too: two Last-Event-ID headers are
-// not a bad query). The router's three kinds of error are named; any
-// other is the query's. A query parameter given twice is told as a
 // emptyRule is what a bound query parameter given empty (joinable=,
 // limit=), which the generated binding refuses, is told. The lobby's
 // string parameters (status, mode, region, sort, cursor) given empty are
@@ -314,6 +310,10 @@ var pathNotFound = map[string]error{
 // (an SDK's default string) is served.
 const emptyRule = "must not be empty: leave the parameter out for its default"
 
+// paramInvalid is the validation failure of a parameter the generated
+// router refused, naming it (a header's too: two Last-Event-ID headers are
+// not a bad query). The router's three kinds of error are named; any
+// other is the query's. A query parameter given twice is told as a
 // header given twice is (the router reads it as a wrong form).
 func paramInvalid(err error, query url.Values) error {
 	var (

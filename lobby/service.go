@@ -32,8 +32,8 @@ func New(cfg Config) *Service { return &Service{index: cfg.Index, names: cfg.Nam
 // NewService returns a Service over index accepting any mode and region.
 func NewService(index Index) *Service { return New(Config{Index: index}) }
 
-// ListParams are the raw query parameters; empty means absent (the HTTP
-// layer refuses a parameter sent empty, so empty is one left out).
+// ListParams are the raw query parameters; empty means absent (given
+// empty or left out).
 type ListParams struct {
 	Status   string // comma list, default "waiting"
 	Joinable bool

@@ -3,6 +3,7 @@ package sse_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -237,5 +238,78 @@ func TestLobbyChangeReadBeforeAResyncGoesOutBeforeItsList(t *testing.T) {
 	evs = waitLobby(t, cl, 4)
 	if got := evs[3]; got.Type != "room_added" || got.Room.ID != "next" || len(evs) != 4 {
 		t.Fatalf("after the resync's list: %+v, want next's room_added alone", evs[3:])
+	}
+}
+
+// failingLobby is a LobbySource of no rooms whose Joinable reads of the
+// modes in fail fail, counting every mode's reads.
+type failingLobby struct {
+	heldLobby
+	mu    sync.Mutex
+	fail  map[string]bool
+	reads map[string]int
+}
+
+func (l *failingLobby) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
+	l.mu.Lock()
+	l.reads[mode]++
+	failing := l.fail[mode]
+	l.mu.Unlock()
+	if failing {
+		return nil, errors.New("MASTERDOWN Link with MASTER is down")
+	}
+	return l.heldLobby.Joinable(ctx, mode, region, limit)
+}
+
+func (l *failingLobby) readsOf(mode string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reads[mode]
+}
+
+// A resync whose list of one (mode, region) cannot be read (that filter's
+// master down) ends that filter's lobby streams store_error, as a stream
+// whose list could not be read always did (each client reopens and reads
+// its own), and hands the other filters their lists once: nothing is read
+// again. The reviewer's find: the whole resync was tried again every
+// 500 ms, every healthy stream sent a list and every filter read again at
+// each try, for as long as the one master was down, and the streams of
+// the failing filter were told nothing.
+func TestLobbyResyncListFailingEndsOnlyItsStreams(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	src := &failingLobby{fail: map[string]bool{}, reads: map[string]int{}}
+	rec := newRecorder()
+	e := newEnv(t, b, func(c *sse.Config) { c.Lobby, c.Metrics = src, rec })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	healthy, failing := newClient(), newClient()
+	go e.hub.ServeLobby(ctx, healthy, alice, "a", "")
+	go e.hub.ServeLobby(ctx, failing, bob, "b", "")
+	waitLobby(t, healthy, 1)
+	waitLobby(t, failing, 1)
+	src.mu.Lock()
+	src.fail["b"] = true
+	src.mu.Unlock()
+	sse.LobbyResync(e.hub)
+	waitLobby(t, healthy, 2) // the resync's list
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ended, _, _ := rec.snapshot(); ended[sse.KindLobby+" "+sse.EndStoreError] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, ended, _, _ := rec.snapshot()
+			t.Fatalf("the failing filter's stream never ended store_error: ended %v", ended)
+		}
+	}
+	// a retry came every 500 ms: six of them in the next 3 s
+	time.Sleep(3 * time.Second)
+	if n := len(healthy.all()); n != 2 {
+		t.Errorf("the healthy stream got %d lists, want its first and the resync's: %+v", n, decodeLobby(t, healthy.all()))
+	}
+	if a, b := src.readsOf("a"), src.readsOf("b"); a != 2 || b != 2 {
+		t.Errorf("reads of a %d, of b %d; want 2 each (the first lists and the resync's)", a, b)
+	}
+	if _, ended, _, _ := rec.snapshot(); len(ended) != 1 {
+		t.Errorf("ended %v, want the failing filter's stream alone", ended)
 	}
 }

@@ -24,10 +24,8 @@ type resyncState struct {
 	signals uint64
 	reading bool
 
-	// the flush loop's: signals at its previous tick, and no resync
-	// before retry (a read failed)
+	// the flush loop's: signals at its previous tick
 	ticked uint64
-	retry  time.Time
 }
 
 // lobbyResync asks for a fresh list on every lobby stream: notices may
@@ -59,9 +57,13 @@ func (h *Hub) lobbyResync() {
 // stream that joins after the flag was cleared reads its first list after
 // that itself; one that joins during the reads may get its filter's list
 // too, read before or after its own (the changes read after either go out
-// after both). When a read fails (Redis out of reach) the resync is due
-// again, tried once more after repairDelay; the filters read are handed
-// on meanwhile.
+// after both). When a filter's read fails (Redis, or that filter's
+// master, out of reach) its streams end store_error, as a stream whose
+// list could not be read always did: each client reopens and reads its
+// first list itself, backing off while the store fails. The other
+// filters' lists are handed on; nothing is read again (a retry of the
+// whole resync re-read and re-sent every filter's list every 600 ms while
+// one filter's master was down: the reviewer's find).
 func (h *Hub) resyncLobby(ctx context.Context) {
 	l := &h.lobby
 	r := &l.resync
@@ -69,7 +71,7 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 	l.mu.Lock()
 	quiet := r.signals == r.ticked
 	r.ticked = r.signals
-	if !r.due || now.Before(r.retry) || (!quiet && now.Sub(r.since) < lobbyResyncMost) {
+	if !r.due || (!quiet && now.Sub(r.since) < lobbyResyncMost) {
 		l.mu.Unlock()
 		return
 	}
@@ -79,7 +81,6 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 		lists[st.filter()] = nil
 	}
 	l.mu.Unlock()
-	failed := false
 	for f := range lists {
 		rctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		list, err := h.readLobbyList(rctx, f)
@@ -88,7 +89,6 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 			if ctx.Err() == nil { // not the hub's close
 				h.cfg.Log.Warn("sse: reading a lobby list", "mode", f.mode, "region", f.region, "err", err)
 			}
-			failed = true
 		}
 		lists[f] = list
 	}
@@ -96,15 +96,15 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r.reading = false
-	if failed && !r.due {
-		r.due, r.since = true, now
-	}
-	if failed {
-		r.retry = time.Now().Add(repairDelay)
-	}
 	for st := range l.streams {
-		if list := lists[st.filter()]; list != nil && !st.offer(&lobbyItem{list: list}) {
-			dropped++
+		list, read := lists[st.filter()] // not read: it joined after, and read its own
+		switch {
+		case list != nil:
+			if !st.offer(&lobbyItem{list: list}) {
+				dropped++
+			}
+		case read:
+			st.end(EndStoreError)
 		}
 	}
 	if dropped > 0 {

@@ -27,7 +27,7 @@ const (
 	EndWriteError = "write_error" // a write to the client failed or passed its deadline
 	EndRoomClosed = "room_closed" // the room closed
 	EndLeft       = "left"        // the player left, was kicked or removed
-	EndStoreError = "store_error" // a fresh snapshot, or a personal stream's catch-up, could not be read
+	EndStoreError = "store_error" // a fresh snapshot or lobby list, or a personal stream's catch-up, could not be read
 	EndLapsed     = "lapsed"      // its presence lease went a whole TTL unrenewed: the store is unreachable
 )
 
