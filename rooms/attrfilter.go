@@ -253,10 +253,18 @@ func (f *AttrFilter) set(op, val string) string {
 func (f AttrFilter) bounds() string {
 	var parts []string
 	if f.Min != nil {
-		parts = append(parts, map[bool]string{false: "gte ", true: "gt "}[f.MinExclusive]+strconv.FormatFloat(*f.Min, 'g', -1, 64))
+		op := "gte "
+		if f.MinExclusive {
+			op = "gt "
+		}
+		parts = append(parts, op+strconv.FormatFloat(*f.Min, 'g', -1, 64))
 	}
 	if f.Max != nil {
-		parts = append(parts, map[bool]string{false: "lte ", true: "lt "}[f.MaxExclusive]+strconv.FormatFloat(*f.Max, 'g', -1, 64))
+		op := "lte "
+		if f.MaxExclusive {
+			op = "lt "
+		}
+		parts = append(parts, op+strconv.FormatFloat(*f.Max, 'g', -1, 64))
 	}
 	return strings.Join(parts, ", ")
 }
