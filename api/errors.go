@@ -178,16 +178,37 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", retry())
 	}
 	body := oapi.Problem{Type: problemType(string(p.code)), Title: p.title, Status: p.status,
-		Code: p.code, Detail: detail(p, err)}
+		Code: p.code, Detail: shown(detail(p, err))}
 	var verr *rooms.ValidationError
 	if errors.As(err, &verr) {
 		fields := make([]oapi.FieldError, len(verr.Fields))
 		for i, f := range verr.Fields {
-			fields[i] = oapi.FieldError{Field: f.Field, Message: f.Message}
+			fields[i] = oapi.FieldError{Field: shown(f.Field), Message: shown(f.Message)}
 		}
 		body.Errors = &fields
 	}
 	writeProblem(w, body)
+}
+
+// shown is an error's text as a problem carries it: what the client sent
+// and an error repeats (a field named by an unknown key, a JSON pointer)
+// has its control and bidirectional formatting characters written as
+// \uXXXX, so a developer console or a game's error dialog showing the
+// detail shows what came, not text reordered by a U+202E or cut by a
+// line break (a reviewer's find).
+func shown(s string) string {
+	if !strings.ContainsFunc(s, rooms.NameControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if rooms.NameControl(r) {
+			fmt.Fprintf(&b, "\\u%04X", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func lookup(err error) (problem, bool) {

@@ -3,6 +3,8 @@ package api_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 // GET /v1/rooms' joinable= and limit= given empty are 422 saying so (they
@@ -88,6 +90,36 @@ func TestAttributeValuesRefuseNameControlOverHTTP(t *testing.T) {
 		}
 		if r := e.do("GET", "/v1/rooms?mode=q", alice, nil); len(r.body["rooms"].([]any)) != 0 {
 			t.Errorf("a refused quick-join created a room: %s", r.raw)
+		}
+	})
+}
+
+// What a client sent and an error repeats (a field named by an unknown key,
+// an attribute key in a query) shows its control and bidirectional
+// formatting characters as \uXXXX in the problem's detail and field
+// errors: a console or a game's dialog showing them shows what came, not
+// text reordered by U+202E or split by a line break.
+func TestProblemsShowClientTextEscaped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		for _, c := range []struct {
+			name, method, path string
+			body               any
+			field              string
+		}{
+			{"unknown member", "POST", "/v1/rooms", map[string]any{"name": "r", "x\u202Ey": 1}, `x\u202Ey`},
+			{"attribute key", "POST", "/v1/rooms", map[string]any{"name": "r", "mode": "m", "region": "eu", "attributes": map[string]any{"a\nb": 1}}, `attributes.a\u000Ab`},
+			{"query attribute key", "GET", "/v1/rooms?attr.a%E2%80%AEb=1", nil, `attr.a\u202Eb`},
+		} {
+			r := e.do(c.method, c.path, alice, c.body)
+			want(t, r, 422, "VALIDATION_FAILED")
+			errs, _ := r.body["errors"].([]any)
+			if len(errs) != 1 || errs[0].(map[string]any)["field"] != c.field {
+				t.Errorf("%s: errors %v, want one naming %s", c.name, r.body["errors"], c.field)
+			}
+			if detail, _ := r.body["detail"].(string); !strings.Contains(detail, c.field) || strings.ContainsFunc(detail, rooms.NameControl) {
+				t.Errorf("%s: detail %q does not name %s escaped", c.name, detail, c.field)
+			}
 		}
 	})
 }

@@ -462,7 +462,9 @@ type DirectSent struct {
 
 // FieldError defines model for FieldError.
 type FieldError struct {
-	// Field Example: maxPlayers
+	// Field The field, dotted (`attributes.rank`, `create.attributes.map`), or the query parameter. A name taken from the request has its control characters, bidirectional formatting characters and line and paragraph separators written as `\uXXXX`.
+	//
+	// Example: maxPlayers
 	Field string `json:"field"`
 
 	// Message Example: must be 1..100
@@ -742,7 +744,9 @@ type PresenceList struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	Code   ProblemCode   `json:"code"`
+	Code ProblemCode `json:"code"`
+
+	// Detail A sentence for the developer. Text of the request it repeats (a field named by an unknown key, an attribute key) has its control characters, bidirectional formatting characters and line and paragraph separators written as `\uXXXX` (U+202E as `\u202E`), as in `errors[].field`.
 	Detail string        `json:"detail"`
 	Errors *[]FieldError `json:"errors,omitempty"`
 

@@ -1748,13 +1748,17 @@ export interface components {
             title: string;
             /** @example 409 */
             status: number;
+            /** @description A sentence for the developer. Text of the request it repeats (a field named by an unknown key, an attribute key) has its control characters, bidirectional formatting characters and line and paragraph separators written as `\uXXXX` (U+202E as `\u202E`), as in `errors[].field`. */
             detail: string;
             /** @enum {string} */
             code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL" | "PARTY_CONSENT_REQUIRED" | "PARTY_NOT_FOUND" | "INBOX_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
-            /** @example maxPlayers */
+            /**
+             * @description The field, dotted (`attributes.rank`, `create.attributes.map`), or the query parameter. A name taken from the request has its control characters, bidirectional formatting characters and line and paragraph separators written as `\uXXXX`.
+             * @example maxPlayers
+             */
             field: string;
             /** @example must be 1..100 */
             message: string;
