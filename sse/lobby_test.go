@@ -313,3 +313,65 @@ func TestLobbyResyncListFailingEndsOnlyItsStreams(t *testing.T) {
 		t.Errorf("ended %v, want the failing filter's stream alone", ended)
 	}
 }
+
+// gatedLobby is a heldLobby whose next Joinable read, once armed, waits
+// on gate after reading (a resync's list read before a stream joins).
+type gatedLobby struct {
+	heldLobby
+	gmu        sync.Mutex
+	gate, read chan struct{}
+}
+
+func (l *gatedLobby) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
+	out, err := l.heldLobby.Joinable(ctx, mode, region, limit)
+	l.gmu.Lock()
+	gate, read := l.gate, l.read
+	l.gate = nil
+	l.gmu.Unlock()
+	if gate != nil {
+		close(read)
+		<-gate
+	}
+	return out, err
+}
+
+// A resync's lists go to the streams open when it began: a stream that
+// joins while they are read reads its own first list, newer, and gets no
+// resync list after it (the reviewer's find: the older list went out
+// after its own, its view going back to rooms it had seen change, until
+// the changes read later came).
+func TestLobbyStreamJoiningDuringAResyncKeepsItsOwnList(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	src := &gatedLobby{}
+	joinable := func(id string) rooms.Room {
+		return rooms.Room{ID: id, Mode: "m", Region: "r", Visibility: rooms.Public, Status: rooms.Waiting, MaxPlayers: 4, PlayerCount: 1, Version: 1}
+	}
+	src.set(joinable("x"))
+	e := newEnv(t, b, func(c *sse.Config) { c.Lobby = src })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	early, late := newClient(), newClient()
+	go e.hub.ServeLobby(ctx, early, alice, "m", "")
+	waitLobby(t, early, 1)
+	gate, read := make(chan struct{}), make(chan struct{})
+	src.gmu.Lock()
+	src.gate, src.read = gate, read
+	src.gmu.Unlock()
+	sse.LobbyResync(e.hub)
+	<-read // the resync read its list: x alone
+	src.set(joinable("x"), joinable("y"))
+	go e.hub.ServeLobby(ctx, late, bob, "m", "")
+	if first := waitLobby(t, late, 1)[0]; first.Type != "rooms" || len(first.Rooms) != 2 {
+		t.Fatalf("the late stream's first list %+v, want x and y", first)
+	}
+	close(gate)
+	if list := waitLobby(t, early, 2)[1]; list.Type != "rooms" || len(list.Rooms) != 1 {
+		t.Fatalf("the resync's list %+v, want x alone", list)
+	}
+	src.set(joinable("x"), joinable("y"), joinable("z"))
+	e.hub.Lobby(sse.LobbyNotice{Kind: "added", Room: "z", Version: 1, Mode: "m", Region: "r"})
+	evs := waitLobby(t, late, 2)
+	if got := evs[1]; got.Type != "room_added" || got.Room.ID != "z" {
+		t.Fatalf("the late stream after its first list: %+v, want z's room_added, no older list", evs[1:])
+	}
+}

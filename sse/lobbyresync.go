@@ -53,11 +53,11 @@ func (h *Hub) lobbyResync() {
 // lobbyResyncMost, it reads the list of each filter the lobby streams
 // open then have, once, and hands it to every stream of that filter. Each
 // read begins after the due flag was cleared, so after every signal that
-// set it: a signal during the reads sets it again, for another resync. A
-// stream that joins after the flag was cleared reads its first list after
-// that itself; one that joins during the reads may get its filter's list
-// too, read before or after its own (the changes read after either go out
-// after both). When a filter's read fails (Redis, or that filter's
+// set it: a signal during the reads sets it again, for another resync.
+// The lists go to the streams open when the flag was cleared: a stream
+// that joins after reads its first list after that itself (a resync list
+// read before its own went out after it, its view going back for a moment:
+// the reviewer's find). When a filter's read fails (Redis, or that filter's
 // master, out of reach) its streams end store_error, as a stream whose
 // list could not be read always did: each client reopens and reads its
 // first list itself, backing off while the store fails. The other
@@ -77,8 +77,10 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 	}
 	r.due, r.reading = false, true
 	lists := map[lobbyFilter]*lobbyList{}
+	streams := make([]*lobbyStream, 0, len(l.streams))
 	for st := range l.streams {
 		lists[st.filter()] = nil
+		streams = append(streams, st)
 	}
 	l.mu.Unlock()
 	for f := range lists {
@@ -96,14 +98,17 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r.reading = false
-	for st := range l.streams {
-		list, read := lists[st.filter()] // not read: it joined after, and read its own
+	for _, st := range streams {
+		if _, open := l.streams[st]; !open {
+			continue
+		}
+		list := lists[st.filter()]
 		switch {
 		case list != nil:
 			if !st.offer(&lobbyItem{list: list}) {
 				dropped++
 			}
-		case read:
+		default:
 			st.end(EndStoreError)
 		}
 	}
