@@ -96,6 +96,26 @@ func TestStartsBeforeRedis(t *testing.T) {
 	}
 }
 
+// An instance whose store answers opens its port connected: the first
+// request it takes is served, never 503 "not connected to the store yet"
+// (a tester's HAProxy, whose checks had not seen an instance restart,
+// sent the new process 143 requests in the milliseconds between its port
+// opening and its connection: all 503). One whose store does not answer
+// opens it after listenWait (TestStartsBeforeRedis).
+func TestOpensItsPortConnected(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	in := launch(t, bin, "REALSYNC_REDIS_URL="+redistest.StandaloneURL(t), "REALSYNC_KEY_PREFIX="+redistest.Prefix(t),
+		"REALSYNC_JWT_SECRET=e2e-secret")
+	if status, body := get(t, in.url+"/readyz", ""); status != 200 {
+		t.Fatalf("the first /readyz once the port opened: %d %s", status, body)
+	}
+	l := in.logText()
+	if c, p := strings.Index(l, `msg="store connected"`), strings.Index(l, "msg=listening"); c < 0 || p < 0 || c > p {
+		t.Fatalf("the port opened before the store connected:\n%s", l)
+	}
+}
+
 // A wrong Redis password is waited out, as an unreachable Redis is: the
 // instance logs each way the attempts fail as it changes (here refused,
 // then unreachable), once while it stays the same, is not ready

@@ -91,12 +91,26 @@ const idleTimeout = 120 * time.Second
 // errConnecting is /readyz's answer until the instance connected to Redis.
 var errConnecting = errors.New("connecting to redis")
 
+// listenWait is how long a starting instance waits for its first
+// connection to the store before it opens its API port anyway (then
+// serving /healthz, /readyz 503 and 503 STORE_UNAVAILABLE until it
+// connects). An instance that opened its port at once answered every
+// request 503 "not connected to the store yet" for the milliseconds its
+// connection took, and a proxy whose checks had not seen it restart (a
+// tester's HAProxy at 2 s checks, the instance back within 2 s) sent it
+// a burst of requests meanwhile: 143 answered 503 in one restart. A port
+// that opens connected leaves nothing for a proxy to catch; one that is
+// closed meanwhile is a failed connection, which a proxy retries on
+// another instance.
+const listenWait = 2 * time.Second
+
 // Run serves until ctx ends, then shuts down gracefully. When ready is not
 // nil it receives the listening address once the server accepts requests.
-// The server starts at once; it is ready (GET /readyz 200, routes served)
-// once it connected to Redis and checked the data's layout, retrying while
-// Redis is unreachable; then it joins the instance registry and starts the
-// janitor. A layout mismatch ends Run with store.ErrLayout.
+// It connects to Redis and checks the data's layout first, and opens its
+// port once connected, or after listenWait while Redis is unreachable
+// (retrying meanwhile); it is ready (GET /readyz 200, routes served) once
+// connected; then it joins the instance registry and starts the janitor.
+// A layout mismatch ends Run with store.ErrLayout.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
 	reg, m := newRegistry()
 	sc := storeConfig(cfg)
@@ -247,6 +261,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// ReadHeaderTimeout does not reach HTTP/2: headerDeadline closes a
 	// connection whose first request's headers did not come in time
 	srv.Handler = (&headerDeadline{timeout: cfg.ReadHeaderTimeout}).install(srv, handler)
+	background, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	connected := make(chan error, 1)
+	go func() { connected <- connect(background, st, log) }()
+	select { // the port opens connected, or after listenWait (listenWait)
+	case err := <-connected:
+		connected <- err // for the loop below
+	case <-time.After(listenWait):
+	case <-ctx.Done():
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("REALSYNC_ADDR: %w", err) // as REALSYNC_METRICS_ADDR's
@@ -268,12 +292,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	served := make(chan error, 1)
 	go func() { served <- cfg.serve(srv, ln) }()
 
-	background, stopBackground := context.WithCancel(context.Background())
-	defer stopBackground()
 	janitorDone, webhooksDone, matcherDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var member *fleet.Member
-	connected := make(chan error, 1)
-	go func() { connected <- connect(background, st, log) }()
 wait:
 	for {
 		select {
