@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -32,14 +33,20 @@ import (
 // non-blocking writes. An idle gathered connection holds no goroutine and
 // no buffer.
 //
-// Limits: once maxGathered bytes wait, a write waits for room, so a client
-// that stopped reading holds its server's writes up as before (the stall
-// watch resets its streams, TCP_USER_TIMEOUT drops it); about 64 KiB
-// wait then, and one send on the wire, where x/net alone held its 4 KiB
-// buffer. A failed send is returned by the writes that follow. A write
-// deadline bounds the sends; one that has passed applies once what was
-// written before it is sent (SetWriteDeadline). A closed connection sends
-// what waits, within closeFlushWait, then closes (Close).
+// Limits: once maxGathered bytes wait, a write waits for room; about 64
+// KiB wait then, and one send on the wire, where x/net alone held its 4
+// KiB buffer. A send that makes no progress for sendWait fails (a client
+// that stopped reading its socket: the connection ends, every stream on
+// it, within 10 to 20 s). Without that bound such a client held the
+// connection's writes, its streams and a shutdown up until
+// TCP_USER_TIMEOUT dropped it (30 s; never with 0, or off Linux): the
+// stall watch's reset of a stream is a frame, queued behind the writes
+// that wait (a tester's find: a stream held 120 s, `slow` never said, a
+// shutdown held its whole timeout). A failed send is returned by the
+// writes that follow. A write deadline bounds the sends too; one that has
+// passed applies once what was written before it is sent
+// (SetWriteDeadline). A closed connection sends what waits, within
+// closeFlushWait, then closes (Close).
 //
 // Methods of the embedded *net.TCPConn other than those below (CloseWrite,
 // File, SyscallConn, net.Buffers' writev) go around the queue: neither
@@ -60,6 +67,9 @@ type gatheredConn struct {
 	closed  bool
 	cutoff  bool      // a passed write deadline was set: writes fail
 	wdl     time.Time // the write deadline set last, when not passed (zero: none)
+	flushBy time.Time // a close's or a passed deadline's bound of the sends (zero: none)
+	// sendWait: a send that makes no progress this long fails
+	sendWait time.Duration
 	// sends counts the writes on the wire, for tests
 	sends atomic.Int64
 }
@@ -82,8 +92,14 @@ const maxPooledGather = 16 << 10
 // connection closes, or a passed write deadline is set.
 const closeFlushWait = time.Second
 
+// sendWait is how long a gathered connection's send may go without
+// progress: the write timeout of an HTTP/1.1 stream's frames
+// (api.streamWriteTimeout), for a connection whose client stopped
+// reading its socket.
+const sendWait = 10 * time.Second
+
 func newGatheredConn(c *net.TCPConn, flushing *atomic.Int64) *gatheredConn {
-	g := &gatheredConn{TCPConn: c, flushing: flushing}
+	g := &gatheredConn{TCPConn: c, flushing: flushing, sendWait: sendWait}
 	g.room.L = &g.mu
 	return g
 }
@@ -129,8 +145,7 @@ func (c *gatheredConn) send() {
 		c.buf = nil
 		c.room.Broadcast()
 		c.mu.Unlock()
-		_, err := c.TCPConn.Write(*out)
-		c.sends.Add(1)
+		err := c.write(*out)
 		if cap(*out) <= maxPooledGather {
 			*out = (*out)[:0]
 			gatherPool.Put(out)
@@ -153,6 +168,42 @@ func (c *gatheredConn) send() {
 	}
 }
 
+// write sends b whole: each system call bounded by sendWait and the
+// deadlines set (sendDeadline), tried again after a timeout that sent
+// some of it, unless a close or a passed deadline bounds the sends.
+func (c *gatheredConn) write(b []byte) error {
+	for {
+		c.mu.Lock()
+		c.TCPConn.SetWriteDeadline(c.sendDeadline())
+		c.mu.Unlock()
+		n, err := c.TCPConn.Write(b)
+		c.sends.Add(1)
+		b = b[n:]
+		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		c.mu.Lock()
+		bounded := !c.flushBy.IsZero() || (!c.wdl.IsZero() && !time.Now().Before(c.wdl))
+		c.mu.Unlock()
+		if bounded {
+			return err
+		}
+	}
+}
+
+// sendDeadline is the deadline of a send's next system call: sendWait
+// from now, or the write deadline set, or a close's bound, whichever
+// comes first. c.mu is held.
+func (c *gatheredConn) sendDeadline() time.Time {
+	d := time.Now().Add(c.sendWait)
+	for _, t := range []time.Time{c.wdl, c.flushBy} {
+		if !t.IsZero() && t.Before(d) {
+			d = t
+		}
+	}
+	return d
+}
+
 // SetWriteDeadline sets the deadline of c's sends. Gathered, one that has
 // passed ("the writes from now on fail", as crypto/tls's Close sets once
 // its close_notify is written) fails the writes after it at once, and
@@ -166,16 +217,21 @@ func (c *gatheredConn) SetWriteDeadline(t time.Time) error {
 	}
 	c.mu.Lock()
 	if t.IsZero() || t.After(time.Now()) {
-		c.cutoff, c.wdl = false, t
-		c.mu.Unlock()
-		return c.TCPConn.SetWriteDeadline(t)
+		c.cutoff, c.wdl, c.flushBy = false, t, time.Time{}
+		defer c.mu.Unlock()
+		if !c.sending {
+			return nil // the sender sets it on each system call
+		}
+		return c.TCPConn.SetWriteDeadline(c.sendDeadline())
 	}
 	c.cutoff = true
 	c.room.Broadcast() // writers waiting for room fail
 	if c.sending {
-		if c.wdl.IsZero() {
-			c.TCPConn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+		c.flushBy = c.wdl
+		if c.flushBy.IsZero() {
+			c.flushBy = time.Now().Add(closeFlushWait)
 		}
+		c.TCPConn.SetWriteDeadline(c.sendDeadline())
 		for c.sending {
 			c.room.Wait()
 		}
@@ -221,7 +277,8 @@ func (c *gatheredConn) Close() error {
 	if !c.sending {
 		return c.TCPConn.Close()
 	}
-	c.TCPConn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+	c.flushBy = time.Now().Add(closeFlushWait)
+	c.TCPConn.SetWriteDeadline(c.sendDeadline())
 	c.TCPConn.SetReadDeadline(time.Unix(1, 0))
 	if c.flushing != nil {
 		c.flushing.Add(1)

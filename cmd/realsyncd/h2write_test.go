@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -466,4 +467,75 @@ func TestGatheredConnReadFromQueues(t *testing.T) {
 	if _, err := io.ReadFull(client, got); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("the client read %v, not what was written in its order", err)
 	}
+}
+
+// A send that makes no progress for sendWait fails, and with it the
+// writes that follow: a client that stopped reading its socket no longer
+// holds the connection (its streams, a shutdown) until TCP_USER_TIMEOUT
+// drops it, which never comes with 0 or off Linux (a tester's find: an
+// HTTP/2 stream held 120 s, the stall watch's reset queued behind the
+// writes). A client that reads slowly, but reads, keeps it: a send that
+// timed out having sent some goes on.
+func TestGatheredConnSendWithoutProgressFails(t *testing.T) {
+	t.Run("StoppedReading", func(t *testing.T) {
+		g, _ := tcpPair(t)
+		g.sendWait = 300 * time.Millisecond
+		g.gather()
+		if _, err := g.Write(bytes.Repeat([]byte("b"), big)); err != nil {
+			t.Fatal(err)
+		}
+		failed := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := g.Write([]byte("c")); err != nil {
+					failed <- err
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		select {
+		case err := <-failed:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("the writes failed with %v, want the send's timeout", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the writes of a connection whose client reads nothing still succeed after 20 s")
+		}
+	})
+	t.Run("ReadingSlowly", func(t *testing.T) {
+		g, client := tcpPair(t)
+		g.sendWait = 300 * time.Millisecond
+		g.gather()
+		const total = 24 << 20 // more than the sockets hold: sent only as the client reads
+		if _, err := g.Write(bytes.Repeat([]byte("b"), total)); err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan int64, 1)
+		go func() { // 1 MiB each 100 ms: slower than a send's whole, never still for 300 ms
+			var n int64
+			buf := make([]byte, 64<<10)
+			client.SetReadDeadline(time.Now().Add(20 * time.Second)) // a send that failed sends no more
+			for n < total {
+				var got int64
+				for got < 1<<20 && n+got < total {
+					k, err := client.Read(buf)
+					got += int64(k)
+					if err != nil {
+						read <- n + got
+						return
+					}
+				}
+				n += got
+				time.Sleep(100 * time.Millisecond)
+			}
+			read <- n
+		}()
+		if n := <-read; n != total {
+			t.Fatalf("the client read %d bytes, want %d", n, total)
+		}
+		if _, err := g.Write([]byte("c")); err != nil {
+			t.Errorf("a write after the slow send: %v", err)
+		}
+	})
 }
