@@ -25,14 +25,16 @@
 #                       (k8s.io/api: unknown apiVersion, kind or field, wrong
 #                       types), required fields, unique list keys, metadata,
 #                       selectors; errors planted in a copy must each fail;
-#                       then grace period, probes, resources, selectors
-#                       (lint/check_k8s.py)
+#                       then grace period, probes, resources, selectors,
+#                       /v1/admin closed at the Ingress (lint/check_k8s.py,
+#                       which must refuse it open)
 #   the stack, small    on loopback: 6 redis-server nodes from
 #                       redis/redis.conf joined by redis/cluster-init.sh, two
 #                       realsyncd on that Cluster, haproxy.cfg in front (with
 #                       3 s timeouts and a 1 s heartbeat): a room's event
 #                       stream through the proxy outlives the timeouts, gets
-#                       its events unbuffered; /metrics is refused; the
+#                       its events unbuffered; /metrics and /v1/admin/ (on,
+#                       answering on an instance's port) are refused; the
 #                       proxy's access log holds the path, not the token
 #
 # Not run here (no engine, no cluster): docker build, docker compose up, a
@@ -192,6 +194,11 @@ echo "k8svalidate refused each of $planted planted errors"
 # PyYAML comes with Debian's yamllint, for /usr/bin/python3.
 py=python3; python3 -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
 "$py" lint/check_k8s.py "$tmp/k8s.yaml"
+# Self-test: without the admin Ingress's denylist /v1/admin is open, refused.
+sed '/denylist-source-range/d' "$tmp/k8s.yaml" > "$tmp/k8s-admin-open.yaml"
+if out=$("$py" lint/check_k8s.py "$tmp/k8s-admin-open.yaml" 2>&1) || ! grep -qF "with /v1/admin open" <<<"$out"; then
+  echo "check_k8s.py passed manifests whose Ingress leaves /v1/admin open: $out" >&2; exit 1
+fi
 
 step "the stack in small on loopback: Redis Cluster, two realsyncd, HAProxy"
 # Free loopback ports; a Redis node also needs its port + 10000 (cluster bus).
@@ -224,9 +231,11 @@ grep -q "already exists" <<<"$again" || { echo "cluster-init.sh is not idempoten
 [ "$(redis-cli -p "${redis_ports[0]}" config get appendonly | tail -1)" = yes ]
 
 api1=${ports[6]} api2=${ports[7]} proxy=${ports[8]}
+# The admin routes on, so that the proxy, not their absence, refuses them.
+admin_token="deploy-lint-admin-token-0123456789abcdef"
 for p in "$api1" "$api2"; do
   REALSYNC_ADDR="127.0.0.1:$p" REALSYNC_REDIS_CLUSTER_ADDRS="localhost:${redis_ports[0]},localhost:${redis_ports[1]}" \
-    REALSYNC_JWT_SECRET=deploy-lint REALSYNC_KEY_PREFIX=lint REALSYNC_SSE_HEARTBEAT=1s \
+    REALSYNC_JWT_SECRET=deploy-lint REALSYNC_KEY_PREFIX=lint REALSYNC_SSE_HEARTBEAT=1s REALSYNC_ADMIN_TOKEN="$admin_token" \
     "$tmp/realsyncd" > "$tmp/realsyncd-$p.log" 2>&1 &
   pids+=($!)
 done
@@ -267,9 +276,17 @@ pings=$(grep -c '^: ping' "$tmp/stream.txt" || true)
 [ "$pings" -ge 5 ] || { echo "the stream was cut before 8 s ($pings heartbeats)" >&2; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/metrics")
 [ "$code" = 404 ] || { echo "the proxy serves /metrics ($code)" >&2; exit 1; }
+# The admin routes answer on an instance's own port, and not through the
+# proxy, also by a path that spells them with a percent-escape.
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin_token" "http://127.0.0.1:$api1/v1/admin/instances")
+[ "$code" = 200 ] || { echo "an instance answers GET /v1/admin/instances $code with the admin token, not 200" >&2; exit 1; }
+for path in /v1/admin/instances /v1/%61dmin/instances; do
+  code=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin_token" "$base$path")
+  [ "$code" = 404 ] || { echo "the proxy serves $path ($code)" >&2; exit 1; }
+done
 # HAProxy logs the stream's line once it has seen the client go.
 for _ in $(seq 1 50); do grep -qF "/v1/rooms/$room/events" "$tmp/haproxy.log" && break; sleep 0.1; done
 grep -qF "/v1/rooms/$room/events" "$tmp/haproxy.log" || { echo "HAProxy logged no access line for the stream" >&2; exit 1; }
 if grep -qF "$token" "$tmp/haproxy.log"; then echo "HAProxy's access log holds a token" >&2; exit 1; fi
-echo "stream through HAProxy: snapshot, live state event, $pings heartbeats over 8 s; /metrics refused; no token in its log"
+echo "stream through HAProxy: snapshot, live state event, $pings heartbeats over 8 s; /metrics and /v1/admin/ refused; no token in its log"
 step "ok"

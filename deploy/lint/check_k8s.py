@@ -11,8 +11,10 @@ Prometheus annotations name the metrics port of REALSYNC_METRICS_ADDR; the
 PodDisruptionBudget, the Service and the Deployment select the pods; the
 container runs as non-root; REALSYNC_ENV is production, REALSYNC_JWT_SECRET
 comes from a Secret (never a ConfigMap or a literal), REALSYNC_TRUSTED_PROXIES
-is set, a keys file set lies on a mounted volume. Exits 1 with one line per
-problem.
+is set, a keys file set lies on a mounted volume; every host an Ingress
+routes / for has an Ingress of the same class closing /v1/admin (Prefix) to
+every address (ingress-nginx's denylist-source-range 0.0.0.0/0 and ::/0).
+Exits 1 with one line per problem.
 """
 import posixpath
 import re
@@ -30,6 +32,27 @@ def size(v):
 
 def seconds(d):
     return sum(float(n) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for n, u in re.findall(r"([\d.]+)(ms|s|m|h)", d))
+
+
+DENY_ALL = {"0.0.0.0/0", "::/0"}
+
+
+def admin_closed(ingresses):
+    """Problems of the Ingresses routing a host's / without an Ingress of
+    the same class closing /v1/admin there to every address."""
+    public, closed = set(), set()
+    for ing in ingresses:
+        cls = ing["spec"].get("ingressClassName")
+        deny = ing["metadata"].get("annotations", {}).get("nginx.ingress.kubernetes.io/denylist-source-range", "")
+        for rule in ing["spec"].get("rules", []):
+            for p in rule.get("http", {}).get("paths", []):
+                where = (cls, rule.get("host"))
+                if p["path"] == "/":
+                    public.add(where)
+                elif p["path"] == "/v1/admin" and p.get("pathType") == "Prefix" and DENY_ALL <= {c.strip() for c in deny.split(",")}:
+                    closed.add(where)
+    return [f"Ingress class {c} routes / of host {h} with /v1/admin open: no Ingress of that host and class denies /v1/admin to 0.0.0.0/0 and ::/0"
+            for c, h in sorted(public - closed, key=str)]
 
 
 def main():
@@ -100,6 +123,7 @@ def main():
             problems.append("the Deployment's selector does not match its pods")
     if not by_kind.get("PodDisruptionBudget"):
         problems.append("no PodDisruptionBudget")
+    problems += admin_closed(by_kind.get("Ingress", []))
     for p in problems:
         print(p)
     print(f"{len(docs)} objects: " + ", ".join(f"{len(v)} {k}" for k, v in sorted(by_kind.items())))
