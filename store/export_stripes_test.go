@@ -1,6 +1,9 @@
 package store
 
-import "github.com/realsync/realsync/store/internal/layout"
+import (
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store/internal/layout"
+)
 
 // Test-only access to stripe placement.
 
@@ -32,3 +35,7 @@ func CRC16(v string) uint16 { return layout.CRC16(v) }
 
 // SlotRange is which of k equal slot ranges holds slot.
 func SlotRange(slot, k int) int { return layout.SlotRange(slot, k) }
+
+// MatchRoomIDs are the ids match m's room may have, one per recorded
+// stripe configuration, the current one's first.
+func (s *Store) MatchRoomIDs(m matchmaking.Match) []string { return s.matchRoomIDs(m) }

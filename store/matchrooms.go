@@ -25,12 +25,27 @@ var _ matchmaking.RoomOpener = (*Store)(nil)
 var matchmaker = rooms.User{ID: rooms.ServerUserPrefix + "matchmaker", Name: "matchmaker", Server: true,
 	Scopes: rooms.ScopeRead | rooms.ScopeWrite}
 
-// matchRoomID is the id of match m's room: a stripe of (mode, region)
-// and the random part both derived from the match id, so a retry after a
-// crash (the matcher's repair) finds the room it made.
-func (s *Store) matchRoomID(m matchmaking.Match) string {
+// matchRoomIDs are the ids match m's room may have: for each stripe
+// configuration recorded (layout.Placement.UsedCreateShards), a stripe of
+// (mode, region) and the random part both derived from the match id, so a
+// retry after a crash (the matcher's repair) finds the room it made, also
+// on an instance whose REALSYNC_MODE_STRIPES gives the mode another stripe
+// count. The current configuration's id comes first (a new room's); each
+// id once.
+func (s *Store) matchRoomIDs(m matchmaking.Match) []string {
 	sum := sha256.Sum256([]byte(m.ID))
-	shards := s.stripes.CreateShards(m.Mode, m.Region)
+	var ids []string
+	for _, shards := range s.stripes.UsedCreateShards(m.Mode, m.Region) {
+		if id := matchRoomIDOn(shards, sum); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// matchRoomIDOn is the id of the match room whose match id's SHA-256 is
+// sum, on one of shards: the shard and the random part both from sum.
+func matchRoomIDOn(shards []int, sum [sha256.Size]byte) string {
 	shard := shards[binary.BigEndian.Uint32(sum[:4])%uint32(len(shards))]
 	sh := strconv.FormatInt(int64(shard), 36)
 	if len(sh) < layout.IDShardLen {
@@ -41,6 +56,38 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 		b[i] = layout.Base62[sum[4+i]%62]
 	}
 	return sh + string(b)
+}
+
+// madeMatchRoom returns the one of ids (a match room's ids under the
+// stripe configurations other than the current one) whose room exists: an
+// instance of that configuration made it. "" when none does; nothing is
+// read for no ids (one configuration recorded). A room made there and closed
+// since, its log still kept (as createWithID's ID_TAKEN sees it), is
+// rooms.ErrRoomNotFound, as for the current configuration's id; once its
+// log is gone it is not seen (nor is the current id's: a repair then
+// makes a room on its own stripe).
+func (s *Store) madeMatchRoom(ctx context.Context, ids []string) (string, error) {
+	for _, id := range ids {
+		shard, ok := layout.RoomShard(id, s.shards)
+		if !ok {
+			return "", fmt.Errorf("store: match room id %q", id)
+		}
+		// one slot: the room's keys share its shard's tag
+		n, err := s.client.Exists(ctx, s.keys.Room(shard, id), s.keys.Log(shard, id)).Result()
+		if err != nil {
+			return "", redisx.Wrap(err)
+		}
+		if n == 0 {
+			continue
+		}
+		if _, _, err := s.Get(ctx, id, false); errors.Is(err, rooms.ErrRoomNotFound) {
+			return "", fmt.Errorf("store: match room %s was made and is gone: %w", id, rooms.ErrRoomNotFound)
+		} else if err != nil {
+			return "", err
+		}
+		return id, nil
+	}
+	return "", nil
 }
 
 // OpenMatchRoom implements matchmaking.RoomOpener: a private room of the
@@ -64,6 +111,19 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // match. So does every ticket of a committed match (m.Told: some of its
 // users may have been told of the room): its banned users get no seat,
 // the others are held theirs again, none is refused.
+//
+// The room's id derives from the match id and the mode's stripes
+// (REALSYNC_MODE_STRIPES): a repair on an instance of another stripe
+// configuration than the first open's, both recorded in the meta hash,
+// looks for the room under every recorded configuration's id (a read
+// each while several are recorded) before it makes one under its own; one
+// it finds closed (its log still kept) is rooms.ErrRoomNotFound, as its
+// own id's would be. Not covered: a configuration this instance has not read yet (another
+// instance's, recorded at its start, is read within a janitor interval:
+// RefreshStripes), and two opens of one match at once on instances of
+// different configurations (the mode's lease runs them one at a time,
+// but for a holder stuck on a call as the lease moves on): each would make
+// a room on its own stripe.
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -78,9 +138,16 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 	if len(p.Name) > 64 {
 		p.Name = p.Name[:64]
 	}
-	id := s.matchRoomID(m)
-	if err := s.createWithID(ctx, owner, p, id); err != nil {
+	ids := s.matchRoomIDs(m)
+	id, err := s.madeMatchRoom(ctx, ids[1:])
+	if err != nil {
 		return "", err
+	}
+	if id == "" {
+		id = ids[0]
+		if err := s.createWithID(ctx, owner, p, id); err != nil {
+			return "", err
+		}
 	}
 	// a refusal holds nothing: the tickets left are held again (a ban made
 	// meanwhile refuses more; each refusal takes a ticket off, so it ends)

@@ -203,6 +203,23 @@ func (p *Placement) CreateShards(mode, region string) []int {
 	return p.shardsOf(mode, region, p.state.Load().current.K(mode))
 }
 
+// UsedCreateShards are the stripes a room of (mode, region) was created
+// on under each recorded configuration (CreateShards as each had it), the
+// current configuration's first; configurations of the same K for mode
+// give one entry. A room whose stripe derives from a seed (a match room)
+// has one candidate place per entry.
+func (p *Placement) UsedCreateShards(mode, region string) [][]int {
+	st := p.state.Load()
+	out := [][]int{p.shardsOf(mode, region, st.current.K(mode))}
+	for _, c := range st.used {
+		sh := p.shardsOf(mode, region, c.K(mode))
+		if !slices.ContainsFunc(out, func(o []int) bool { return slices.Equal(o, sh) }) {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
 // ReadShards are every shard that may hold a room of (mode, region): the
 // union of the stripes of every recorded configuration, home shard first,
 // so rooms on a stripe no longer configured are still listed and joined

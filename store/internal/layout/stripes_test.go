@@ -89,3 +89,31 @@ func TestReadShardsUnion(t *testing.T) {
 		t.Fatalf("cold pair: ReadShards %v, want K=2's and K=1's (a subset): 2 shards", cold)
 	}
 }
+
+// UsedCreateShards are each recorded configuration's stripes of a mode,
+// the current one's first, a K given by several configurations once.
+func TestUsedCreateShards(t *testing.T) {
+	p := NewPlacement(Keys{prefix: "rs"}, 64, Stripes{Default: 2})
+	p.state.Store(&stripeState{current: Stripes{Default: 2},
+		used: []Stripes{{Default: 2}, {Default: 1}, {Default: 1, Modes: map[string]int{"hot": 4}}, {Default: 2, Modes: map[string]int{"hot": 1}}}})
+	tests := []struct {
+		mode string
+		ks   []int // the stripe counts of the entries, in order
+	}{
+		{mode: "hot", ks: []int{2, 1, 4}}, // K=1 twice (Default 1, hot=1): once
+		{mode: "cold", ks: []int{2, 1}},   // K=2 twice, K=1 twice
+	}
+	for _, tc := range tests {
+		got := p.UsedCreateShards(tc.mode, "eu")
+		var want [][]int
+		for _, k := range tc.ks {
+			want = append(want, p.shardsOf(tc.mode, "eu", k))
+		}
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("UsedCreateShards(%q) = %v, want %v (K %v)", tc.mode, got, want, tc.ks)
+		}
+		if !slices.Equal(got[0], p.CreateShards(tc.mode, "eu")) {
+			t.Errorf("UsedCreateShards(%q)[0] = %v, not CreateShards %v", tc.mode, got[0], p.CreateShards(tc.mode, "eu"))
+		}
+	}
+}
