@@ -258,6 +258,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
+	if srv.TLSConfig != nil {
+		certificateExpiry(reg, log, srv.TLSConfig.Certificates[0], time.Now())
+	}
 	// ReadHeaderTimeout does not reach HTTP/2: headerDeadline closes a
 	// connection whose first request's headers did not come in time
 	srv.Handler = (&headerDeadline{timeout: cfg.ReadHeaderTimeout}).install(srv, handler)

@@ -68,6 +68,7 @@ func TestDeployMetricsList(t *testing.T) {
 	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(context.Context) (metrics.Fleet, error) { return metrics.Fleet{Live: 1, Settings: 1}, nil }).
 		WithMasterShards(func(context.Context) (map[string]int, error) { return map[string]int{"127.0.0.1:7000": 16}, nil }))
 	reg.MustRegister(metrics.NewOnlineUsers(func(context.Context) (int64, error) { return 1, nil })) // as Run
+	reg.MustRegister(metrics.NewCertificateExpiry(time.Now()))                                       // as Run with TLS
 	m.Request("/v1/rooms", "GET", 200, time.Millisecond, false)
 	m.RateLimited("read", "user")
 	m.ScriptCall("room_join", "OK", time.Millisecond)

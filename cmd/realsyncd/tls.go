@@ -2,16 +2,21 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"flag"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/http2"
 
 	"github.com/realsync/realsync/internal/configfile"
+	"github.com/realsync/realsync/internal/metrics"
 )
 
 // protocolSettings choose how the API listener speaks (issue 15, item 6):
@@ -153,6 +158,35 @@ func (p protocolSettings) serve(srv *http.Server, ln net.Listener) error {
 		return srv.ServeTLS(ln, "", "")
 	}
 	return srv.Serve(ln)
+}
+
+// certWarnWithin is how close to its expiry a certificate must be at
+// start to be warned of.
+const certWarnWithin = 14 * 24 * time.Hour
+
+// certificateExpiry exports when the API certificate cert expires
+// (metrics.NewCertificateExpiry, on reg) and logs, at start, one that has
+// expired (an error: clients refuse it) or expires within certWarnWithin
+// (a warning): the files are read once at start, so without it nothing
+// told before every client failed (a tester's find: an expired
+// certificate was served without a word).
+func certificateExpiry(reg prometheus.Registerer, log *slog.Logger, cert tls.Certificate, now time.Time) {
+	leaf := cert.Leaf
+	if leaf == nil && len(cert.Certificate) > 0 {
+		leaf, _ = x509.ParseCertificate(cert.Certificate[0])
+	}
+	if leaf == nil {
+		return
+	}
+	reg.MustRegister(metrics.NewCertificateExpiry(leaf.NotAfter))
+	switch left := leaf.NotAfter.Sub(now); {
+	case left <= 0:
+		log.Error("the TLS certificate has expired: clients refuse it; renew it and restart (REALSYNC_TLS_CERT is read at start)",
+			"notAfter", leaf.NotAfter.UTC(), "subject", leaf.Subject.String())
+	case left < certWarnWithin:
+		log.Warn("the TLS certificate expires soon: renew it and restart (REALSYNC_TLS_CERT is read at start)",
+			"notAfter", leaf.NotAfter.UTC(), "left", left.Round(time.Hour), "subject", leaf.Subject.String())
+	}
 }
 
 // loadKeyPair is tls.LoadX509KeyPair reading the files with

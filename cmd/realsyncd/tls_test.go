@@ -1,16 +1,28 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"log/slog"
 	"maps"
+	mathbig "math/big"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 )
 
 // REALSYNC_TLS_CERT, REALSYNC_TLS_KEY and REALSYNC_H2C: good values parse,
@@ -143,5 +155,50 @@ func TestHTTP2OffByGODEBUG(t *testing.T) {
 		if pr := srv.Protocols; !pr.HTTP1() || pr.HTTP2() || pr.UnencryptedHTTP2() {
 			t.Errorf("%+v with http2server=0: protocols %v, want HTTP/1.1 alone", p, pr)
 		}
+	}
+}
+
+// A certificate that has expired is an error in the log at start, one that
+// expires within certWarnWithin a warning, another nothing; each has its
+// expiry exported (realsync_tls_certificate_expiry_timestamp_seconds). A
+// tester's find: an expired certificate was served without a word, and
+// nothing told before every client failed.
+func TestCertificateExpiryToldAtStart(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		name     string
+		notAfter time.Time
+		logged   string // "" for nothing
+	}{
+		{"Expired", now.Add(-24 * time.Hour), `level=ERROR msg="the TLS certificate has expired`},
+		{"ExpiresSoon", now.Add(72 * time.Hour), `level=WARN msg="the TLS certificate expires soon`},
+		{"Valid", now.Add(90 * 24 * time.Hour), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl := &x509.Certificate{SerialNumber: mathbig.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+				NotBefore: now.Add(-48 * time.Hour), NotAfter: c.notAfter}
+			der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf testlog.Buffer
+			reg := prometheus.NewRegistry()
+			certificateExpiry(reg, slog.New(slog.NewTextHandler(&buf, nil)), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, now)
+			logged := buf.String()
+			if c.logged == "" && logged != "" || c.logged != "" && !strings.Contains(logged, c.logged) {
+				t.Errorf("logged %q, want %q", logged, c.logged)
+			}
+			mfs, err := reg.Gather()
+			if err != nil || len(mfs) != 1 || mfs[0].GetName() != "realsync_tls_certificate_expiry_timestamp_seconds" {
+				t.Fatalf("metrics %v (%v), want the certificate's expiry alone", mfs, err)
+			}
+			if got := mfs[0].GetMetric()[0].GetGauge().GetValue(); got != float64(c.notAfter.Unix()) {
+				t.Errorf("expiry %v, want %d", got, c.notAfter.Unix())
+			}
+		})
 	}
 }

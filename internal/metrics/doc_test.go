@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -43,7 +44,7 @@ func (d describing) MustRegister(cs ...prometheus.Collector) {
 
 // The metrics tables of README.md ("Observability") and docs/OPERATIONS.md
 // ("Metrics") name every realsync_ metric an instance serves (those of
-// metrics.New and the two collectors cmd/realsyncd registers besides), and
+// metrics.New and the collectors cmd/realsyncd registers besides), and
 // none it no longer does.
 func TestMetricsTablesNameEveryMetric(t *testing.T) {
 	reg := describing{Registerer: prometheus.NewRegistry(), names: map[string]bool{}}
@@ -52,7 +53,8 @@ func TestMetricsTablesNameEveryMetric(t *testing.T) {
 		metrics.NewShardStats(func(context.Context) (lobby.Stats, error) { return lobby.Stats{}, nil }, 0, 0).
 			WithInstances(func(context.Context) (metrics.Fleet, error) { return metrics.Fleet{Live: 1, Settings: 1}, nil }).
 			WithMasterShards(func(context.Context) (map[string]int, error) { return map[string]int{"m:1": 1}, nil }),
-		metrics.NewOnlineUsers(func(context.Context) (int64, error) { return 0, nil }))
+		metrics.NewOnlineUsers(func(context.Context) (int64, error) { return 0, nil }),
+		metrics.NewCertificateExpiry(time.Now())) // with TLS
 	for _, doc := range []struct{ path, section string }{
 		{"../../README.md", "\n## Observability\n"},
 		{"../../docs/OPERATIONS.md", "\n## Metrics\n"},
