@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
-	if srv.TLSConfig != nil {
+	if cfg.TLS() { // (h2c too sets a TLSConfig, of no certificate)
 		certificateExpiry(reg, log, srv.TLSConfig.Certificates[0], time.Now())
 	}
 	// ReadHeaderTimeout does not reach HTTP/2: headerDeadline closes a
