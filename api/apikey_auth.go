@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/realsync/realsync/rooms"
 )
 
 // apiKeyHeader carries an API key; `Authorization: Bearer rsk_...` too.
@@ -22,9 +20,9 @@ const apiKeyHeader = "X-API-Key"
 // access_token is refused anyway, streamIdentity) beside a header one
 // (X-API-Key or Authorization, whatever it holds): which one opened the stream would depend on the header, and a
 // header a proxy adds would silently change who the stream is opened as.
-func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
+func (s *Server) serverCredential(r *http.Request) (k APIKey, found bool, err error) {
 	if err := oneCredential(r); err != nil {
-		return rooms.User{}, true, err
+		return APIKey{}, true, err
 	}
 	key := r.Header.Get(apiKeyHeader)
 	if isStream(r) {
@@ -32,12 +30,12 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		for _, param := range []string{"token", "access_token"} {
 			for _, v := range q[param] { // every value: a key second is as exposed as one first
 				if strings.HasPrefix(v, APIKeyPrefix) {
-					return rooms.User{}, true, keyInURL(param)
+					return APIKey{}, true, keyInURL(param)
 				}
 			}
 		}
 		if q.Has("token") && (key != "" || r.Header.Get("Authorization") != "") {
-			return rooms.User{}, true, fmt.Errorf("send one credential: a stream token in the URL (token) or a header (X-API-Key, Authorization), not both: %w", errUnauthenticated)
+			return APIKey{}, true, fmt.Errorf("send one credential: a stream token in the URL (token) or a header (X-API-Key, Authorization), not both: %w", errUnauthenticated)
 		}
 	}
 	if key == "" {
@@ -46,13 +44,13 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		}
 	}
 	if key == "" {
-		return rooms.User{}, false, nil
+		return APIKey{}, false, nil
 	}
 	k, ok := s.keys.find(strings.TrimSpace(key))
 	if !ok {
-		return rooms.User{}, true, fmt.Errorf("unknown or revoked API key: %w", errUnauthenticated)
+		return APIKey{}, true, fmt.Errorf("unknown or revoked API key: %w", errUnauthenticated)
 	}
-	return k.user(), true, nil
+	return k, true, nil
 }
 
 // oneCredential refuses a request whose headers carry more than one

@@ -16,8 +16,36 @@ import (
 // Removing a key's line revokes it: REST calls at once after the reload,
 // and the event streams opened with it before (a room's, taken over; a
 // lobby's, carried) end within a second, with a token_expiring event, so a
-// leaked key stops reading the room's events.
+// leaked key stops reading the room's events. So does a line that keeps
+// the key's id with another key (replaced in place: `realsyncd apikey
+// -id`) or fewer scopes: a security tester's find, the old key's streams
+// read the room's events on, private messages included, as long as their
+// client stayed. A line that adds a scope to the key leaves its streams.
 func TestRevokedAPIKeyStreamEnds(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		newLine func(old api.APIKey) string // the keys file after
+		ends    bool
+	}{
+		{"LineRemoved", func(api.APIKey) string { return "# no keys\n" }, true},
+		{"ReplacedUnderItsID", func(old api.APIKey) string {
+			_, rec, err := api.NewAPIKey(old.ID, old.Scopes)
+			if err != nil {
+				panic(err)
+			}
+			return rec.Line() + "\n"
+		}, true},
+		{"ScopeTaken", func(old api.APIKey) string { old.Scopes = rooms.ScopeWrite; return old.Line() + "\n" }, true},
+		{"ScopeAdded", func(old api.APIKey) string { old.Scopes |= rooms.ScopeWrite; return old.Line() + "\n" }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) { revokeAPIKeyStreams(t, c.newLine, c.ends) })
+	}
+}
+
+// revokeAPIKeyStreams opens a room's and the lobby's stream with a key,
+// writes newLine(the key) as the keys file, and checks the streams end
+// with token_expiring (ends) or stay open.
+func revokeAPIKeyStreams(t *testing.T, newLine func(api.APIKey) string, ends bool) {
 	key, rec, err := api.NewAPIKey("leaked", rooms.ScopeRead)
 	if err != nil {
 		t.Fatal(err)
@@ -49,13 +77,33 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 	// the key is revoked, a while after the streams opened
 	time.Sleep(20 * time.Millisecond)
 	revokedAt := time.Now().Truncate(time.Millisecond)
-	if err := os.WriteFile(path, []byte("# no keys\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(newLine(rec)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := keys.Reload(); err != nil || !changed {
 		t.Fatalf("reload: %v %v", changed, err)
 	}
-	want(t, e.do("GET", "/v1/rooms/"+id, "", nil, "X-API-Key", key), 401, "UNAUTHENTICATED")
+	if !ends {
+		for _, st := range []*stream{s, lobby} {
+			timer := time.AfterFunc(3*time.Second, st.close) // three checks of the key
+			for {
+				line, err := st.rd.ReadString('\n')
+				if err != nil {
+					break
+				}
+				if strings.HasPrefix(line, "event: token_expiring") {
+					t.Fatal("a stream of a key still in force ended")
+				}
+			}
+			if timer.Stop() { // it ended before the test closed it
+				t.Fatal("a stream of a key still in force ended")
+			}
+		}
+		return
+	}
+	if now, _ := api.ParseAPIKeys([]byte(newLine(rec))); len(now) == 0 || now[0].Hash != rec.Hash {
+		want(t, e.do("GET", "/v1/rooms/"+id, "", nil, "X-API-Key", key), 401, "UNAUTHENTICATED")
+	}
 
 	// each stream ends within a second or two: its last event says the
 	// credential expired, and nothing after it reaches the revoked key

@@ -113,7 +113,7 @@ func (k *APIKeys) Watch(ctx context.Context, interval time.Duration) {
 // once the key named id is no longer in force (its line removed from the
 // file; looked at every second), and never after ctx ends: an open stream
 // of a revoked key ends with it (its token_expiring says then).
-func (k *APIKeys) revoked(ctx context.Context, id string) <-chan time.Time {
+func (k *APIKeys) revoked(ctx context.Context, key APIKey) <-chan time.Time {
 	fire := make(chan time.Time, 1)
 	go func() {
 		t := time.NewTicker(time.Second)
@@ -123,7 +123,7 @@ func (k *APIKeys) revoked(ctx context.Context, id string) <-chan time.Time {
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				if !k.holds(id) {
+				if !k.holds(key) {
 					fire <- now
 					return
 				}
@@ -133,18 +133,19 @@ func (k *APIKeys) revoked(ctx context.Context, id string) <-chan time.Time {
 	return fire
 }
 
-// holds reports whether a key named id is in force.
-func (k *APIKeys) holds(id string) bool {
+// holds reports whether key is in force as it was: its hash, under its
+// id, with every scope it had. A line that keeps the id but gives it
+// another hash (a key replaced in place) or fewer scopes revokes it as a
+// line removed does: a stream the old key opened read every event of its
+// room after such a rotation, private messages included (a security
+// tester's find: only a removed id was seen).
+func (k *APIKeys) holds(key APIKey) bool {
 	set := k.set.Load()
 	if set == nil {
 		return false
 	}
-	for _, key := range *set {
-		if key.ID == id {
-			return true
-		}
-	}
-	return false
+	now, ok := (*set)[key.Hash]
+	return ok && now.ID == key.ID && now.Scopes&key.Scopes == key.Scopes
 }
 
 // find returns the key in force whose hash is key's.

@@ -66,6 +66,9 @@ type Identity struct {
 	// use is a stream token's one use (streamUse); zero for an identity
 	// token, and for a stream token issued without an id.
 	use streamUse
+	// apiKey is the API key the request came with (User is its user);
+	// zero for a token
+	apiKey APIKey
 }
 
 // maxVerifiedBytes bounds the cache of checked tokens, each weighed as its
@@ -257,7 +260,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.serveAdmin(next, w, r)
 			return
 		}
-		u, found, err := s.serverCredential(r)
+		k, found, err := s.serverCredential(r)
 		if found || err != nil {
 			if err != nil {
 				if s.limitUnauthenticated(w, r) {
@@ -265,7 +268,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				}
 				return
 			}
-			s.asIdentity(next, w, r, Identity{User: u})
+			s.asIdentity(next, w, r, Identity{User: k.user(), apiKey: k})
 			return
 		}
 		id, err := s.identity(r)

@@ -267,7 +267,7 @@ func (s *Server) writeStreamToken(w http.ResponseWriter, r *http.Request, id Ide
 func (s *Server) untilTokenExpiry(ctx context.Context, id Identity) context.Context {
 	if u := id.User; u.Server && s.keys != nil {
 		// an API key has no expiry, but may be revoked
-		return sse.WithTokenExpiry(ctx, s.keys.revoked(ctx, strings.TrimPrefix(u.ID, keyUserPrefix)))
+		return sse.WithTokenExpiry(ctx, s.keys.revoked(ctx, id.apiKey))
 	}
 	var end, exp time.Time
 	if exp = id.Expires; !exp.IsZero() {
