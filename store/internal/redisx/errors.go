@@ -118,7 +118,8 @@ func NotSent(err error) bool {
 
 // Again waits before a call NotSent is sent again (a slot moving, a
 // restart loading): 20 ms, or less when ctx ends first (false). Not for a
-// failed dial: Redial sent it again already (Redialed).
+// failed dial: Redial sent it again already, or its node refuses
+// connections (Redialed).
 func Again(ctx context.Context) bool { return wait(ctx, 20*time.Millisecond) }
 
 // wait waits d; false when ctx ends first.

@@ -38,7 +38,7 @@ func (Redial) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if Redialed(err) && wait(ctx, RedialWait) {
+		if Redialed(err) && answers(ctx, err) && wait(ctx, RedialWait) {
 			cmd.SetErr(nil)
 			err = next(ctx, cmd)
 		}
@@ -53,7 +53,7 @@ func (Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (Redial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if !allRedialed(cmds) || !wait(ctx, RedialWait) {
+		if !allRedialed(cmds) || !answers(ctx, cmds[0].Err()) || !wait(ctx, RedialWait) {
 			return err
 		}
 		for _, c := range cmds {
@@ -63,10 +63,30 @@ func (Redial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 	}
 }
 
+// answers reports whether the node of dialErr, a failed dial (Redialed),
+// accepts a connection now, within RedialWait and ctx: a TCP connection,
+// closed at once (go-redis' breaker gives the last dial error, whose
+// address is the node's, without dialling). True when dialErr names no
+// address: sent again after the wait, as before.
+func answers(ctx context.Context, dialErr error) bool {
+	op, ok := errors.AsType[*net.OpError](dialErr)
+	if !ok || op.Addr == nil {
+		return true
+	}
+	d := net.Dialer{Timeout: RedialWait}
+	c, err := d.DialContext(ctx, op.Addr.Network(), op.Addr.String())
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
 // Redialed reports whether err is a failed dial (go-redis' breaker
 // answers with the last one): a call that failed so was sent again by
-// Redial already (a command; a pipeline when allRedialed), and sending it
-// once more at once (Again) would find the same.
+// Redial already (a command; a pipeline when allRedialed), or was not
+// because its node refuses connections, and sending it once more at once
+// (Again) would find the same.
 func Redialed(err error) bool {
 	op, ok := errors.AsType[*net.OpError](err)
 	return ok && op.Op == "dial"

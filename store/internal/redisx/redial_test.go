@@ -40,3 +40,48 @@ func TestRedialAfterTheBreakerOpened(t *testing.T) {
 		t.Fatalf("first command after the restart: %v", err)
 	}
 }
+
+// A call to a node that refuses connections (a Redis down, a Cluster
+// master killed and not failed over yet) fails at once, a command as a
+// pipeline: Redial sends it again, after its wait, only to a node that
+// accepts a connection again. Before, every such call waited RedialWait
+// first (a failover tester's 503s took 1–3.5 s, a request's calls and the
+// batches queued behind each paying it). The bound is the context's: a
+// call that waited for the redial returns only once it ended.
+func TestNoRedialWhileTheNodeRefuses(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2, DialerRetries: 1, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	c.AddHook(Redial{})
+	srv.Kill()
+	for _, tc := range []struct {
+		name string
+		send func(context.Context) error // one call to the node down
+	}{
+		{"Command", func(ctx context.Context) error { return c.Ping(ctx).Err() }},
+		{"Pipeline", func(ctx context.Context) error {
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() })
+			return err
+		}},
+	} {
+		t.Run(tc.name+"FailsAtOnce", func(t *testing.T) {
+			// twice PoolSize: with go-redis' breaker open as well
+			for range 4 {
+				ctx, cancel := context.WithTimeout(context.Background(), RedialWait)
+				err := tc.send(ctx)
+				waited := ctx.Err()
+				cancel()
+				if !Redialed(err) {
+					t.Fatalf("with Redis down: %v, want a failed dial", err)
+				}
+				if waited != nil {
+					t.Fatalf("the call waited %v for a redial to a node that refuses connections", RedialWait)
+				}
+			}
+		})
+	}
+}
