@@ -54,8 +54,25 @@ func ParseReplicaReads(s string) (ReplicaReads, error) {
 	return "", fmt.Errorf("must be off, on, random or latency")
 }
 
+// ReplicaReadTimeout bounds the wait for each reply to a browsing read
+// (readerClient), where the store's other calls wait ReadTimeout (2 s;
+// a shorter Config.ReadTimeout wins). A replica that hangs (CLIENT PAUSE,
+// a stopped process, a stalled disk under appendfsync always) answers
+// nothing: the read that finds it waits this long, then goes to the
+// master within the same call (go-redis marks the replica failing, for
+// 15 s, and routes the read again; a failure there too is read once more
+// through the store's client, listing.browse). With the 2 s of the other
+// calls a hung replica cost a listing 2 s, again every 15 s for as long
+// as it hung (a tester's 2.02 s). Browsing reads take Redis well under a
+// millisecond, and a healthy replica's longest stall, a fork for a save
+// or an AOF rewrite, tens of milliseconds for gigabytes of data: 300 ms
+// fires only for a node that hangs, and one that fired wrongly only sends
+// the shard's browsing reads to its master for 15 s.
+const ReplicaReadTimeout = 300 * time.Millisecond
+
 // readerClient is the Cluster client of browsing reads: the options of the
-// main one with read-only commands (ZRANGE, HGETALL) routed per mode.
+// main one with read-only commands (ZRANGE, HGETALL) routed per mode,
+// whose replies are waited for ReplicaReadTimeout at most.
 // Every connection says READONLY (a replica serves reads only after it;
 // a master ignores it): go-redis sends none itself to the nodes of a
 // client whose layout is supplied (ClusterSlots, slots.go), and the
@@ -70,6 +87,9 @@ func ParseReplicaReads(s string) (ReplicaReads, error) {
 // until closed (nil otherwise).
 func readerClient(opt redis.ClusterOptions, mode ReplicaReads, rtt func(context.Context, string) (time.Duration, error)) (_ redis.UniversalClient, near *nearest) {
 	opt.ReadOnly = true
+	if opt.ReadTimeout >= 0 { // negative: no deadline, as the main client
+		opt.ReadTimeout = min(opt.ReadTimeout, ReplicaReadTimeout)
+	}
 	opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		return cn.ReadOnly(ctx).Err()
 	}
