@@ -29,6 +29,14 @@ const requestTimeout = 10 * time.Second
 // its replica was promoted.
 const failoverRecoveryBound = 5 * time.Second
 
+// failFastBound is the longest a request may take to be answered 503
+// during a failover: a call to the dead master fails at once (its
+// connection refused), one to the others while the Cluster is down
+// (CLUSTERDOWN) after go-redis' few short retries. Measured at 0.1–0.3 s
+// for the slowest request; a call that waited for a redial of the dead
+// master (redisx.Redial, 1.1 s) or for a batch that did is caught.
+const failFastBound = time.Second
+
 // outcome is one request's result.
 type outcome struct {
 	status int
@@ -45,12 +53,14 @@ func (o outcome) ok() bool { return o.err == nil && o.status/100 == 2 }
 type tally struct {
 	mu    sync.Mutex
 	kinds map[string]int
-	max   time.Duration
-	slow  outcome // the slowest
-	what  string
+	// slowest of each kind
+	kindMax map[string]time.Duration
+	max     time.Duration
+	slow    outcome // the slowest
+	what    string
 }
 
-func newTally() *tally { return &tally{kinds: map[string]int{}} }
+func newTally() *tally { return &tally{kinds: map[string]int{}, kindMax: map[string]time.Duration{}} }
 
 // timed sends one request with requestTimeout and records its outcome.
 func (ta *tally) timed(method, url, token string, body any) outcome {
@@ -88,6 +98,7 @@ func (ta *tally) timed(method, url, token string, body any) outcome {
 	}
 	ta.mu.Lock()
 	ta.kinds[kind]++
+	ta.kindMax[kind] = max(ta.kindMax[kind], o.took)
 	if o.took > ta.max {
 		ta.max, ta.slow, ta.what = o.took, o, method+" "+url
 	}
@@ -109,6 +120,13 @@ func (ta *tally) String() string {
 	}
 	fmt.Fprintf(&b, "slowest %v (%s: %d %s %v)", ta.max.Round(time.Millisecond), ta.what, ta.slow.status, ta.slow.code, ta.slow.err)
 	return b.String()
+}
+
+// slowest is the longest time a request of kind took (0: none).
+func (ta *tally) slowest(kind string) time.Duration {
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	return ta.kindMax[kind]
 }
 
 // unexpected lists the kinds of outcome other than those allowed.
@@ -243,17 +261,20 @@ func (f *follower) settle(t *testing.T, c redis.UniversalClient, prefix, room st
 }
 
 // A master of a 3-master, 3-replica Cluster is killed under load: two
-// instances serve join/leave churn, state writers and open streams on rooms
-// of every master. Its replica was cut off first, so the writes the master
-// acknowledged last are lost for certain. Every request answers (success or
-// 503) within the client's timeout; writes to the failed shard succeed again
-// within 5 s of the promotion; every stream that received a lost event gets
-// a snapshot before any event of the new history, and ends in that
-// history; the data is consistent afterwards.
+// instances (browsing reads from replicas) serve join/leave churn, state
+// writers and open streams on rooms of every master, and a game day's other
+// traffic: matchmaking tickets joined and left, quick-joins left again,
+// lists, personal streams. Its replica was cut off first, so the writes the
+// master acknowledged last are lost for certain. Every request answers
+// (success or 503) within the client's timeout, and a 503 within
+// failFastBound; writes to the failed shard succeed again within 5 s of the
+// promotion; every stream that received a lost event gets a snapshot before
+// any event of the new history, and ends in that history; the data is
+// consistent afterwards.
 func TestClusterMasterFailover(t *testing.T) {
 	// not parallel: it bounds the recovery's time (failoverRecoveryBound),
 	// which the other tests' instances on the same cores would stretch
-	cluster, prefix, env := replicatedCluster(t, "REALSYNC_LOG_LEVEL=info")
+	cluster, prefix, env := replicatedCluster(t, "REALSYNC_LOG_LEVEL=info", "REALSYNC_REDIS_READ_FROM_REPLICAS=on")
 	bin := buildBinary(t)
 	ctx := t.Context()
 	a, b := start(t, bin, env...), start(t, bin, env...)
@@ -374,6 +395,8 @@ func TestClusterMasterFailover(t *testing.T) {
 		})
 	}
 
+	other := gameDay(t, ins, stop, &wg)
+
 	// The failover: the replica falls behind for good, the master keeps
 	// acknowledging writes for a second, then dies.
 	time.Sleep(1500 * time.Millisecond)
@@ -443,6 +466,17 @@ func TestClusterMasterFailover(t *testing.T) {
 	wg.Wait()
 
 	t.Logf("replica promoted %v after the kill; requests: %s", promoted.Sub(killed).Round(time.Millisecond), ta)
+	t.Logf("tickets, quick-joins, lists: %s", other)
+	for _, tl := range []*tally{ta, other} {
+		if took := tl.slowest("503 STORE_UNAVAILABLE"); took > failFastBound {
+			t.Errorf("a request answered 503 after %v, want within %v", took.Round(time.Millisecond), failFastBound)
+		}
+	}
+	if bad := slices.DeleteFunc(other.unexpected("503 STORE_UNAVAILABLE"), func(k string) bool {
+		return !strings.HasPrefix(k, "5") && !strings.HasPrefix(k, "hung") && !strings.HasPrefix(k, "transport")
+	}); len(bad) > 0 {
+		t.Errorf("tickets, quick-joins and lists that neither succeeded, nor were refused, nor failed fast with 503: %v", bad)
+	}
 	var recovery time.Duration
 	var coldFailed int
 	var coldFirst, coldLast time.Time
@@ -548,6 +582,89 @@ func TestClusterMasterFailover(t *testing.T) {
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("invariants: %v %v", bad, err)
 	}
+}
+
+// gameDay runs, until stop, the traffic of a game day beside the rooms'
+// writers and churners (a failover tester's, 2026-12-08): matchmaking
+// tickets, each joined and left once matched; quick-joins left again;
+// room lists (from replicas, when so configured); each of their users with
+// a personal stream open. Returns their outcomes; a refusal (a ticket's
+// room lost with a failover: 404) is theirs to have.
+func gameDay(t *testing.T, ins []*instance, stop <-chan struct{}, wg *sync.WaitGroup) *tally {
+	t.Helper()
+	ta := newTally()
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	user := func(name string, in *instance) string {
+		tok := guest(t, in, name)
+		me := openMe(t, in.url, tok, "web")
+		go func() { // drained: a stream not read would be cut as slow
+			for range me.events {
+			}
+		}()
+		return tok
+	}
+	for c := range 4 { // two matches at a time: matches are of 2
+		tok := user(fmt.Sprint("ticket", c), ins[c%2])
+		wg.Go(func() {
+			for n := 0; !stopped(); n++ {
+				in, to := ins[(c+n)%2], ins[(c+n+1)%2]
+				o := ta.timed("POST", in.url+"/v1/matchmaking/tickets", tok, map[string]any{"mode": "duo", "regions": []string{"eu"}})
+				if !o.ok() {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				id, _ := o.body["ticket"].(map[string]any)["ticketId"].(string)
+				room := ""
+				for k := 0; k < 50 && room == "" && !stopped(); k++ {
+					time.Sleep(100 * time.Millisecond)
+					g := ta.timed("GET", in.url+"/v1/matchmaking/tickets/"+id, tok, nil)
+					if tk, _ := g.body["ticket"].(map[string]any); g.ok() && tk != nil {
+						if room, _ = tk["roomId"].(string); tk["status"] != "searching" && tk["status"] != "matched" {
+							break
+						}
+					}
+				}
+				if room == "" {
+					ta.timed("DELETE", in.url+"/v1/matchmaking/tickets/"+id, tok, nil)
+					continue
+				}
+				if o := ta.timed("POST", to.url+"/v1/rooms/"+room+"/join", tok, nil); o.ok() {
+					ta.timed("POST", in.url+"/v1/rooms/"+room+"/leave", tok, nil)
+				}
+			}
+		})
+	}
+	for c := range 2 {
+		tok := user(fmt.Sprint("quick", c), ins[c%2])
+		wg.Go(func() {
+			for n := 0; !stopped(); n++ {
+				in, to := ins[(c+n)%2], ins[(c+n+1)%2]
+				o := ta.timed("POST", in.url+"/v1/matchmaking/quick-join", tok, map[string]any{"mode": "quick", "regions": []string{"eu"},
+					"create": map[string]any{"name": "q", "maxPlayers": 4}})
+				room, _ := o.body["room"].(map[string]any)
+				if id, _ := room["id"].(string); o.ok() && id != "" {
+					time.Sleep(100 * time.Millisecond)
+					ta.timed("POST", to.url+"/v1/rooms/"+id+"/leave", tok, nil)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+	tok := guest(t, ins[0], "browser")
+	wg.Go(func() {
+		for n := 0; !stopped(); n++ {
+			ta.timed("GET", ins[n%2].url+"/v1/rooms?mode=quick", tok, nil)
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	return ta
 }
 
 func btoi(b bool) int {
