@@ -21,8 +21,10 @@ const (
 )
 
 // Listing limits. With attribute filters a request reads at most
-// ScanBudget index entries; past it the page comes back short, with a
-// cursor to continue.
+// ScanBudget index entries from Redis (each at most once) and the rooms of
+// at most as many; past it the page comes back short, with a cursor to
+// continue. A listing that merges more than ScanBudget/2 indexes (shards ×
+// statuses) reads at least one entry of each, up to two.
 const (
 	DefaultLimit = 20
 	MaxLimit     = 100
@@ -65,7 +67,8 @@ type Result struct {
 // Index reads public rooms in sort order.
 type Index interface {
 	// List returns up to q.Limit rooms after q.After in q.Sort order, merged
-	// across shards, reading O(shards × statuses × Limit) index entries.
+	// across shards, reading O(shards × statuses × Limit) index entries;
+	// with attribute filters (q.Attrs), at most ScanBudget.
 	List(ctx context.Context, q Query) (Result, error)
 	// Stats returns the counts, reading O(shards) small hashes.
 	Stats(ctx context.Context) (Stats, error)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
@@ -307,4 +310,178 @@ func TestListPagesThroughOneIndex(t *testing.T) {
 			}
 		}
 	})
+}
+
+// indexReads counts, per listing request, what it read from Redis: the
+// index entries its ZRANGEs returned and its room reads (HMGET). Only the
+// commands sent with the request's context count (listed), not the
+// store's own background work.
+type indexReads struct {
+	entries, rooms atomic.Int64
+}
+
+type listedKey struct{}
+
+// listed marks ctx (the store must run without batching: a batch is sent
+// with the batcher's context) as a request whose reads r counts.
+func (r *indexReads) listed(ctx context.Context) context.Context {
+	r.entries.Store(0)
+	r.rooms.Store(0)
+	return context.WithValue(ctx, listedKey{}, true)
+}
+
+func (r *indexReads) hook() redistest.Around {
+	return func(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+		err := send()
+		if ctx.Value(listedKey{}) == nil {
+			return err
+		}
+		for _, c := range cmds {
+			switch c := c.(type) {
+			case *redis.ZSliceCmd:
+				r.entries.Add(int64(len(c.Val())))
+			case *redis.StringSliceCmd:
+				if c.Name() == "zrange" {
+					r.entries.Add(int64(len(c.Val())))
+				}
+			}
+			if c.Name() == "hmget" {
+				r.rooms.Add(1)
+			}
+		}
+		return err
+	}
+}
+
+// An attribute filter that matches nothing, over many rooms in many shards
+// (16 shards × 2 statuses: 32 indexes), reads at most lobby.ScanBudget
+// index entries and rooms per request, every page of the walk (no
+// overhead with at most ScanBudget/2 indexes, see listing.Index.scan),
+// and still ends; one that matches some rooms lists, page by page, what
+// the unfiltered walk lists that matches, also where a page reads an
+// index more than once.
+func TestListAttributeScanReadsAtMostTheBudget(t *testing.T) {
+	const n = 1300 // more than the budget: the first page stops on it
+	redistest.Each(t, func(t *testing.T, b redistest.Backend) {
+		// Without batching, so that the request's own pipelines (and its
+		// context) reach the counting hook.
+		s := openStoreWith(t, b, func(c *store.Config) { c.Shards, c.Batch = 16, nil })
+		var reads indexReads
+		s.Client().AddHook(reads.hook())
+		svc := lobby.NewService(s.Listing())
+		seedScan(t, s, n)
+
+		for _, sort := range []string{"newest", "oldest"} {
+			t.Run("NoMatch/"+sort, func(t *testing.T) {
+				p := lobby.ListParams{Status: "waiting,playing", Sort: sort, Limit: ptr(100),
+					Query: map[string][]string{"attr.map": {"zzz"}}}
+				for pages := 1; ; pages++ {
+					page, err := svc.List(reads.listed(t.Context()), p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if e, r := reads.entries.Load(), reads.rooms.Load(); e > lobby.ScanBudget || r > lobby.ScanBudget {
+						t.Fatalf("page %d read %d index entries and %d rooms, want at most %d each", pages, e, r, lobby.ScanBudget)
+					}
+					if len(page.Rooms) != 0 {
+						t.Fatalf("page %d listed %d rooms, want none", pages, len(page.Rooms))
+					}
+					if pages == 1 && page.NextCursor == "" {
+						t.Fatal("the first page has no cursor: the budget did not stop it")
+					}
+					if page.NextCursor == "" {
+						return
+					}
+					if pages > n {
+						t.Fatal("the walk never ends")
+					}
+					p.Cursor = page.NextCursor
+				}
+			})
+		}
+		cases := []struct {
+			name      string
+			p         lobby.ListParams // without the filter
+			key, want string           // the filter: attribute key equals want
+		}{
+			{"Newest", lobby.ListParams{Status: "waiting,playing", Limit: ptr(7)}, "n", "3"},
+			{"Oldest", lobby.ListParams{Status: "waiting,playing", Sort: "oldest", Limit: ptr(7)}, "n", "5"},
+			{"Fill", lobby.ListParams{Joinable: true, Sort: "fill", Limit: ptr(7)}, "n", "2"},
+			// 3 matches, over 400 rooms apart: pages end on the budget between them
+			{"RareNewest", lobby.ListParams{Status: "waiting,playing", Limit: ptr(2)}, "k", "7"},
+			{"RareOldest", lobby.ListParams{Status: "waiting,playing", Sort: "oldest", Limit: ptr(2)}, "k", "7"},
+			{"RareFill", lobby.ListParams{Joinable: true, Sort: "fill", Limit: ptr(2)}, "k", "7"},
+			// one index (K = 1) of 400 rooms, every room a match: a page
+			// takes 101 entries, reading the index again after its first 100
+			{"OneIndexNewest", lobby.ListParams{Mode: "deep", Region: "eu", Limit: ptr(100)}, "map", "a"},
+			{"OneIndexOldest", lobby.ListParams{Mode: "deep", Region: "eu", Sort: "oldest", Limit: ptr(100)}, "map", "a"},
+			{"OneIndexFill", lobby.ListParams{Mode: "deep", Region: "eu", Joinable: true, Sort: "fill", Limit: ptr(100)}, "map", "a"},
+		}
+		for i := range 400 {
+			mustCreate(t, s, user(n+1+i), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region, r.Attributes = "deep", "eu", map[string]any{"map": "a"} }))
+		}
+		for _, tc := range cases {
+			t.Run("SomeMatch/"+tc.name, func(t *testing.T) {
+				all := lobby.NewService(s.Listing())
+				want := walkRooms(t, all, tc.p, func(r rooms.Room) bool { return fmt.Sprint(r.Attributes[tc.key]) == tc.want })
+				p := tc.p
+				p.Query = map[string][]string{"attr." + tc.key: {tc.want}}
+				got := walk(t, svc, p)
+				if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("filtered walk: %d rooms %v\nwant %d: %v", len(got), got, len(want), want)
+				}
+			})
+		}
+	})
+}
+
+// seedScan creates n public rooms over 64 modes with the attributes map=a,
+// n = i % 7 and k = i % 450, every other one (i even) then playing, with 8
+// writers.
+func seedScan(tb testing.TB, s *store.Store, n int) {
+	tb.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i <= n; i = int(next.Add(1)) {
+				u := user(i)
+				r, err := s.Create(context.Background(), u, newRoom(func(r *rooms.NewRoom) {
+					r.Mode, r.Region, r.Attributes = fmt.Sprintf("m%d", i%64), "eu", map[string]any{"map": "a", "n": i % 7, "k": i % 450}
+				}))
+				if err == nil && i%2 == 0 {
+					_, err = s.Update(context.Background(), u, r.Room.ID, rooms.UpdateParams{Status: ptr(rooms.Playing)})
+				}
+				if err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// walkRooms is walk keeping only the rooms keep accepts.
+func walkRooms(tb testing.TB, svc *lobby.Service, p lobby.ListParams, keep func(rooms.Room) bool) []string {
+	tb.Helper()
+	var ids []string
+	for pages := 0; ; pages++ {
+		page, err := svc.List(context.Background(), p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, r := range page.Rooms {
+			if keep(r) {
+				ids = append(ids, r.ID)
+			}
+		}
+		if page.NextCursor == "" {
+			return ids
+		}
+		if pages > 10000 {
+			tb.Fatal("listing never ends")
+		}
+		p.Cursor = page.NextCursor
+	}
 }

@@ -66,7 +66,8 @@ type candidate struct {
 // status) index, a merge in Go, then one pipelined read of the page's
 // rooms, both browsing reads (replicas when configured, see ReplicaReads). With both mode and region only the pair's stripes are read (its home shard
 // with K = 1; layout.Placement), merged like shards.
-// With attribute filters it scans instead (see scan).
+// With attribute filters it scans instead (see scan: each index entry
+// read at most once, at most lobby.ScanBudget of them).
 func (s *Index) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 	if len(q.Attrs) > 0 {
 		return s.scan(ctx, q)
@@ -97,51 +98,6 @@ func kept(rs []rooms.Room) []rooms.Room {
 		return nil
 	}
 	return out
-}
-
-// Attribute filters are applied to rooms read in index order, at most
-// lobby.ScanBudget index entries per request: a page may come back short,
-// even empty, with a cursor to continue.
-const scanBatch = 100
-
-// scan pages through the index in batches, keeping the rooms whose
-// attributes match, until the page is full, the index ends, or the scan
-// budget is spent.
-func (s *Index) scan(ctx context.Context, q lobby.Query) (lobby.Result, error) {
-	var res lobby.Result
-	batch := q
-	batch.Limit = scanBatch
-	for scanned := 0; ; {
-		cands, more, err := s.sorted(ctx, batch)
-		if err != nil {
-			return lobby.Result{}, err
-		}
-		rs, err := s.fetchListed(ctx, q, cands)
-		if err != nil {
-			return lobby.Result{}, err
-		}
-		for i := range rs {
-			r := &rs[i]
-			if r.ID == "" || !rooms.MatchAll(q.Attrs, r.Attributes) {
-				continue
-			}
-			if len(res.Rooms) == q.Limit {
-				res.More = true
-				return res, nil
-			}
-			res.Rooms = append(res.Rooms, *r)
-			res.Last = cands[i].pos
-		}
-		scanned += len(cands)
-		if !more {
-			return res, nil
-		}
-		batch.After = &cands[len(cands)-1].pos
-		if scanned >= lobby.ScanBudget {
-			res.More, res.Last = true, *batch.After
-			return res, nil
-		}
-	}
 }
 
 // sorted reads the next q.Limit entries after q.After in sort order, and
