@@ -104,14 +104,15 @@ var errConnecting = errors.New("connecting to redis")
 // another instance.
 const listenWait = 2 * time.Second
 
-// Run serves until ctx ends, then shuts down gracefully. When ready is not
-// nil it receives the listening address once the server accepts requests.
-// It connects to Redis and checks the data's layout first, and opens its
-// port once connected, or after listenWait while Redis is unreachable
-// (retrying meanwhile); it is ready (GET /readyz 200, routes served) once
-// connected; then it joins the instance registry and starts the janitor.
-// A layout mismatch ends Run with store.ErrLayout.
-func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
+// Run serves until ctx ends, then shuts down gracefully. When readyAddr is
+// not nil it receives the listening address once the server accepts
+// requests. It connects to Redis and checks the data's layout first: once
+// connected it opens its port, joins the instance registry and starts the
+// janitor, and only then serves, ready (GET /readyz 200, routes served);
+// while Redis does not answer it opens its port after listenWait all the
+// same (retrying meanwhile) and is ready once connected. A layout
+// mismatch ends Run with store.ErrLayout.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, readyAddr chan<- string) error {
 	reg, m := newRegistry()
 	sc := storeConfig(cfg)
 	sc.Metrics, sc.JanitorActions = m, m.JanitorAction
@@ -268,9 +269,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	defer stopBackground()
 	connected := make(chan error, 1)
 	go func() { connected <- connect(background, st, log) }()
-	select { // the port opens connected, or after listenWait (listenWait)
+	early := false // connected before the port opened
+	select {
 	case err := <-connected:
-		connected <- err // for the loop below
+		if err != nil {
+			return err // a layout mismatch, Redis refusing the URL's settings: no port opens
+		}
+		early = true
 	case <-time.After(listenWait):
 	case <-ctx.Done():
 	}
@@ -289,14 +294,46 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		defer stopPprof()
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLS(), "h2c", cfg.H2C, "demo", demoURL(cfg.scheme(), ln.Addr()))
-	if ready != nil {
-		ready <- ln.Addr().String()
+	janitorDone, webhooksDone, matcherDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var member *fleet.Member
+	// ready joins the instance registry (the listener's address), then
+	// serves the routes that need the store and starts the janitor, the
+	// webhooks and the matcher
+	ready := func() error {
+		var err error
+		if member, err = joinFleet(background, cfg, st, hub, ln, log); err != nil {
+			return err
+		}
+		log.Info("store: layout", "shards", cfg.Shards, "schema", st.Schema(), "shardTags", st.ShardTagScheme())
+		up.Store(true)
+		// "ready" once requests are served: tests and scripts wait for it
+		log.Info("ready")
+		go func() {
+			defer close(janitorDone)
+			st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
+		}()
+		go func() {
+			defer close(webhooksDone)
+			runWebhooks(background, cfg.webhookSettings, st, deadLetters, hub.Instance(), m, log)
+		}()
+		go func() {
+			defer close(matcherDone)
+			runMatcher(background, mm, st, hub.Instance(), log)
+		}()
+		return nil
+	}
+	if early { // served once ready: the kernel queues the connections meanwhile
+		connected = nil // a nil channel never delivers
+		if err := ready(); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	if readyAddr != nil {
+		readyAddr <- ln.Addr().String()
 	}
 	served := make(chan error, 1)
 	go func() { served <- cfg.serve(srv, ln) }()
-
-	janitorDone, webhooksDone, matcherDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var member *fleet.Member
 wait:
 	for {
 		select {
@@ -304,29 +341,13 @@ wait:
 			return err
 		case err := <-connected:
 			if err == nil {
-				member, err = joinFleet(background, cfg, st, hub, ln, log)
+				err = ready()
 			}
 			if err != nil {
 				srv.Close()
 				return err
 			}
-			connected = nil // a nil channel never delivers
-			log.Info("store: layout", "shards", cfg.Shards, "schema", st.Schema(), "shardTags", st.ShardTagScheme())
-			up.Store(true)
-			// "ready" once requests are served: tests and scripts wait for it
-			log.Info("ready")
-			go func() {
-				defer close(janitorDone)
-				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
-			}()
-			go func() {
-				defer close(webhooksDone)
-				runWebhooks(background, cfg.webhookSettings, st, deadLetters, hub.Instance(), m, log)
-			}()
-			go func() {
-				defer close(matcherDone)
-				runMatcher(background, mm, st, hub.Instance(), log)
-			}()
+			connected = nil
 		case <-ctx.Done():
 			break wait
 		}
