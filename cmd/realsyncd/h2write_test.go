@@ -505,14 +505,14 @@ func TestGatheredConnSendWithoutProgressFails(t *testing.T) {
 	})
 	t.Run("ReadingSlowly", func(t *testing.T) {
 		g, client := tcpPair(t)
-		g.sendWait = 300 * time.Millisecond
+		g.sendWait = time.Second
 		g.gather()
 		const total = 24 << 20 // more than the sockets hold: sent only as the client reads
 		if _, err := g.Write(bytes.Repeat([]byte("b"), total)); err != nil {
 			t.Fatal(err)
 		}
 		read := make(chan int64, 1)
-		go func() { // 1 MiB each 100 ms: slower than a send's whole, never still for 300 ms
+		go func() { // 1 MiB each 100 ms: slower than a send's whole, never still for a second
 			var n int64
 			buf := make([]byte, 64<<10)
 			client.SetReadDeadline(time.Now().Add(20 * time.Second)) // a send that failed sends no more
