@@ -12,14 +12,19 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
-	"github.com/realsync/realsync/store/internal/conn"
 )
 
 // hungReplicaBound bounds a browsing read that finds its replica hung:
-// three times what it costs (the reply waited for, conn.ReplicaReadTimeout,
-// then the master's read, well under 100 ms), a margin for a loaded
-// machine; the store's other calls wait 2 s for a reply, as the reads did.
-const hungReplicaBound = 3 * (conn.ReplicaReadTimeout + 100*time.Millisecond)
+// about ten times what it costs (the reply waited for,
+// conn.ReplicaReadTimeout, then the master's read, well under 100 ms), a
+// margin for a loaded machine, and a quarter of what the store's other
+// calls wait for a reply in this test (hungStoreReadTimeout), as the
+// reads did.
+const hungReplicaBound = 5 * time.Second
+
+// hungStoreReadTimeout is the store's read timeout in the test: the
+// reads waited for it before (a tester's 2.02 s with the default 2 s).
+const hungStoreReadTimeout = 20 * time.Second
 
 // With replica reads on, a replica that hangs (accepts connections and
 // answers nothing: a stopped process, as CLIENT PAUSE ALL) costs a list
@@ -52,7 +57,8 @@ func TestHungReplicaCostsABrowsingReadItsReadTimeout(t *testing.T) {
 	if err := c.WaitSlotsListReplicas(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	cfg := store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn, Batch: testBatch()}
+	cfg := store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn, Batch: testBatch(),
+		ReadTimeout: hungStoreReadTimeout}
 	s := storetest.Open(t, cfg)
 	for i := range 3 {
 		if _, err := s.Create(ctx, rooms.User{ID: "owner-" + string(rune('a'+i))}, rooms.NewRoom{Name: "r", Mode: "battle",

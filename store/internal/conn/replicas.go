@@ -64,10 +64,13 @@ func ParseReplicaReads(s string) (ReplicaReads, error) {
 // through the store's client, listing.browse). With the 2 s of the other
 // calls a hung replica cost a listing 2 s, again every 15 s for as long
 // as it hung (a tester's 2.02 s). Browsing reads take Redis well under a
-// millisecond, and a healthy replica's longest stall, a fork for a save
-// or an AOF rewrite, tens of milliseconds for gigabytes of data: 300 ms
-// fires only for a node that hangs, and one that fired wrongly only sends
-// the shard's browsing reads to its master for 15 s.
+// millisecond; a healthy node's longest stall is a fork for a save or
+// an AOF rewrite, about 10 ms a GB of its data (more on some
+// hypervisors), so a node of 30 GB or more may pass 300 ms while it
+// forks. One that fired so is marked failing for 15 s: the shard's
+// browsing reads go to its master meanwhile (with `random` or `latency`,
+// where this client reads masters too, to another node of the shard),
+// which costs them no error.
 const ReplicaReadTimeout = 300 * time.Millisecond
 
 // readerClient is the Cluster client of browsing reads: the options of the
