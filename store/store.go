@@ -309,9 +309,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	// then: a call whose dial failed sent again after the pool's breaker
 	// had time to close (what is really sent: a batch once)
-	s.client.AddHook(redisx.Redial{})
+	s.client.AddHook(&redisx.Redial{})
 	if s.reads != nil {
-		s.reads.AddHook(redisx.Redial{})
+		s.reads.AddHook(&redisx.Redial{})
 	}
 	s.observe(cfg.Metrics)
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,7 +25,27 @@ import (
 // (store/internal/batch), not each of its callers. During an outage a
 // call that cannot dial fails RedialWait later than it did (within its
 // bound: Bound).
-type Redial struct{}
+//
+// Use one per client (&Redial{}): it shares its probes of a node among
+// the calls that failed to dial it (answers).
+type Redial struct {
+	mu     sync.Mutex
+	probes map[string]*probe // by the address of the node probed
+}
+
+// probe is one TCP dial of a node, its answer shared by the calls that
+// ask within probeFresh of it.
+type probe struct {
+	done chan struct{} // closed once ok and at are set
+	ok   bool
+	at   time.Time
+}
+
+// probeFresh is how long a probe's answer serves the calls that failed to
+// dial its node: in the second after a Redis came back, with go-redis'
+// breaker still open, every failing call dialled it (a reviewer's find:
+// thousands of connections against a Redis just restarted).
+const probeFresh = 100 * time.Millisecond
 
 // RedialWait is a little more than go-redis' probe interval (a second): a
 // call sent again after it finds a pool whose probe has succeeded since,
@@ -32,13 +53,13 @@ type Redial struct{}
 const RedialWait = 1100 * time.Millisecond
 
 // DialHook implements redis.Hook.
-func (Redial) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*Redial) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 // ProcessHook implements redis.Hook.
-func (Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (r *Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if Redialed(err) && answers(ctx, err) && wait(ctx, RedialWait) {
+		if Redialed(err) && r.answers(ctx, err) && wait(ctx, RedialWait) {
 			cmd.SetErr(nil)
 			err = next(ctx, cmd)
 		}
@@ -50,10 +71,10 @@ func (Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // transactions: sent again only when no command of it left (on a Cluster,
 // a pipeline goes to several nodes, and a dial failing to one leaves the
 // others' commands sent).
-func (Redial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (r *Redial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if !allRedialed(cmds) || !answers(ctx, cmds[0].Err()) || !wait(ctx, RedialWait) {
+		if !allRedialed(cmds) || !r.answers(ctx, cmds[0].Err()) || !wait(ctx, RedialWait) {
 			return err
 		}
 		for _, c := range cmds {
@@ -66,20 +87,56 @@ func (Redial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 // answers reports whether the node of dialErr, a failed dial (Redialed),
 // accepts a connection now, within RedialWait and ctx: a TCP connection,
 // closed at once (go-redis' breaker gives the last dial error, whose
-// address is the node's, without dialling). True when dialErr names no
-// address: sent again after the wait, as before.
-func answers(ctx context.Context, dialErr error) bool {
+// address is the node's, without dialling), shared by the calls that
+// ask within probeFresh. True when dialErr names no address: sent again
+// after the wait, as before. The address is the one the failed dial
+// resolved: a node's of a Cluster (CLUSTER SLOTS gives addresses), a
+// standalone Redis' host name's at that dial; a host name that moved to
+// another address meanwhile reads as down, and its calls fail at once
+// until go-redis' breaker closes (within a second), as before Redial.
+func (r *Redial) answers(ctx context.Context, dialErr error) bool {
 	op, ok := errors.AsType[*net.OpError](dialErr)
 	if !ok || op.Addr == nil {
 		return true
 	}
-	d := net.Dialer{Timeout: RedialWait}
-	c, err := d.DialContext(ctx, op.Addr.Network(), op.Addr.String())
-	if err != nil {
+	addr := op.Addr.String()
+	r.mu.Lock()
+	p := r.probes[addr]
+	if p == nil || (p.answered() && time.Since(p.at) > probeFresh) {
+		p = &probe{done: make(chan struct{})}
+		if r.probes == nil {
+			r.probes = map[string]*probe{}
+		}
+		r.probes[addr] = p
+		go p.run(op.Addr.Network(), addr)
+	}
+	r.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.ok
+	case <-ctx.Done():
 		return false
 	}
-	c.Close()
-	return true
+}
+
+// answered reports whether p's dial is over.
+func (p *probe) answered() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// run dials addr once, within RedialWait, and closes the connection.
+func (p *probe) run(network, addr string) {
+	c, err := net.DialTimeout(network, addr, RedialWait)
+	if err == nil {
+		c.Close()
+	}
+	p.ok, p.at = err == nil, time.Now()
+	close(p.done)
 }
 
 // Redialed reports whether err is a failed dial (go-redis' breaker

@@ -2,6 +2,10 @@ package redisx
 
 import (
 	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +26,7 @@ func TestRedialAfterTheBreakerOpened(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2, DialerRetries: 1, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
-	c.AddHook(Redial{})
+	c.AddHook(&Redial{})
 	ctx := context.Background()
 	srv.Kill()
 	for range 4 { // twice PoolSize in failed dials
@@ -56,7 +60,7 @@ func TestNoRedialWhileTheNodeRefuses(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2, DialerRetries: 1, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
-	c.AddHook(Redial{})
+	c.AddHook(&Redial{})
 	srv.Kill()
 	for _, tc := range []struct {
 		name string
@@ -83,5 +87,46 @@ func TestNoRedialWhileTheNodeRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The calls that failed to dial one node share a probe of it: a hundred
+// at once dial it once (a reviewer's find: each dialled it, thousands of
+// connections against a Redis just back), and a node that accepts answers
+// true to all of them.
+func TestRedialProbesANodeOnceForItsCalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	dialErr := &net.OpError{Op: "dial", Net: "tcp", Addr: ln.Addr(), Err: errors.New("connection refused")}
+	r := &Redial{}
+	var wg sync.WaitGroup
+	var yes atomic.Int64
+	for range 100 {
+		wg.Go(func() {
+			if r.answers(context.Background(), dialErr) {
+				yes.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if yes.Load() != 100 {
+		t.Errorf("%d of 100 calls were told the node answers", yes.Load())
+	}
+	if n := accepted.Load(); n > 10 { // one, a few should the calls of a loaded machine straddle probeFresh
+		t.Errorf("the node was dialled %d times for 100 calls at once", n)
 	}
 }
