@@ -63,7 +63,13 @@ type lobbyStream struct {
 	mode, region string
 	q            queue[*lobbyItem] // its items, shared, read-only
 	seen         map[string]int64
+	// readFrom is the lobby's resyncs begun (resyncState.begun) when its
+	// first list's read began; noRead until then. Guarded by lobbyHub.mu.
+	readFrom uint64
 }
+
+// noRead is a lobby stream's readFrom before its first list's read.
+const noRead = ^uint64(0)
 
 // offer queues it without blocking and reports whether it did; a full
 // queue ends the stream.
@@ -162,7 +168,7 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 // most streams allowed (see Source.OpenLobby), or rooms.ErrUnavailable.
 func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode, region string) error {
 	st := &lobbyStream{mode: mode, region: region, q: queue[*lobbyItem]{max: h.cfg.QueueSize},
-		seen: map[string]int64{},
+		seen: map[string]int64{}, readFrom: noRead,
 		held: newHeld(h, Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
 	st.free = func() { h.closeLobby(st) }
 	if err := h.cfg.Source.OpenLobby(ctx, st.lease); err != nil {
@@ -177,6 +183,9 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 		return err
 	}
 	opened.add(func() { h.leaveLobby(st) })
+	h.lobby.mu.Lock()
+	st.readFrom = h.lobby.resync.begun // a resync begun from now on is not its
+	h.lobby.mu.Unlock()
 	first, err := h.readLobbyList(ctx, st.filter())
 	if err != nil {
 		return err

@@ -23,6 +23,8 @@ type resyncState struct {
 	// read and handed on
 	signals uint64
 	reading bool
+	// begun counts the resyncs begun (their flags cleared)
+	begun uint64
 
 	// the flush loop's: signals at its previous tick
 	ticked uint64
@@ -54,10 +56,10 @@ func (h *Hub) lobbyResync() {
 // open then have, once, and hands it to every stream of that filter. Each
 // read begins after the due flag was cleared, so after every signal that
 // set it: a signal during the reads sets it again, for another resync.
-// The lists go to the streams open when the flag was cleared: a stream
-// that joins after reads its first list after that itself (a resync list
-// read before its own went out after it, its view going back for a moment:
-// the reviewer's find). When a filter's read fails (Redis, or that filter's
+// The lists go to the streams whose first list's read began before the
+// flag was cleared: one that began it after reads a list newer than the
+// resync's may be (a resync list read before its own went out after it,
+// its view going back for a moment: the reviewer's find). When a filter's read fails (Redis, or that filter's
 // master, out of reach) its streams end store_error, as a stream whose
 // list could not be read always did: each client reopens and reads its
 // first list itself, backing off while the store fails. The other
@@ -76,11 +78,13 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 		return
 	}
 	r.due, r.reading = false, true
+	r.begun++
+	begun := r.begun
 	lists := map[lobbyFilter]*lobbyList{}
-	streams := make([]*lobbyStream, 0, len(l.streams))
 	for st := range l.streams {
-		lists[st.filter()] = nil
-		streams = append(streams, st)
+		if st.readFrom < begun {
+			lists[st.filter()] = nil
+		}
 	}
 	l.mu.Unlock()
 	for f := range lists {
@@ -98,8 +102,8 @@ func (h *Hub) resyncLobby(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r.reading = false
-	for _, st := range streams {
-		if _, open := l.streams[st]; !open {
+	for st := range l.streams {
+		if st.readFrom >= begun { // its first list was read after: newer
 			continue
 		}
 		list := lists[st.filter()]
