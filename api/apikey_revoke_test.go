@@ -24,19 +24,19 @@ import (
 func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		newLine func(old api.APIKey) string // the keys file after
+		newLine func(t testing.TB, old api.APIKey) string // the keys file after
 		ends    bool
 	}{
-		{"LineRemoved", func(api.APIKey) string { return "# no keys\n" }, true},
-		{"ReplacedUnderItsID", func(old api.APIKey) string {
+		{"LineRemoved", func(testing.TB, api.APIKey) string { return "# no keys\n" }, true},
+		{"ReplacedUnderItsID", func(t testing.TB, old api.APIKey) string {
 			_, rec, err := api.NewAPIKey(old.ID, old.Scopes)
 			if err != nil {
-				panic(err)
+				t.Fatal(err)
 			}
 			return rec.Line() + "\n"
 		}, true},
-		{"ScopeTaken", func(old api.APIKey) string { old.Scopes = rooms.ScopeWrite; return old.Line() + "\n" }, true},
-		{"ScopeAdded", func(old api.APIKey) string { old.Scopes |= rooms.ScopeWrite; return old.Line() + "\n" }, false},
+		{"ScopeTaken", func(_ testing.TB, old api.APIKey) string { old.Scopes = rooms.ScopeWrite; return old.Line() + "\n" }, true},
+		{"ScopeAdded", func(_ testing.TB, old api.APIKey) string { old.Scopes |= rooms.ScopeWrite; return old.Line() + "\n" }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) { revokeAPIKeyStreams(t, c.newLine, c.ends) })
 	}
@@ -45,7 +45,7 @@ func TestRevokedAPIKeyStreamEnds(t *testing.T) {
 // revokeAPIKeyStreams opens a room's and the lobby's stream with a key,
 // writes newLine(the key) as the keys file, and checks the streams end
 // with token_expiring (ends) or stay open.
-func revokeAPIKeyStreams(t *testing.T, newLine func(api.APIKey) string, ends bool) {
+func revokeAPIKeyStreams(t *testing.T, newLine func(testing.TB, api.APIKey) string, ends bool) {
 	key, rec, err := api.NewAPIKey("leaked", rooms.ScopeRead)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func revokeAPIKeyStreams(t *testing.T, newLine func(api.APIKey) string, ends boo
 	// the key is revoked, a while after the streams opened
 	time.Sleep(20 * time.Millisecond)
 	revokedAt := time.Now().Truncate(time.Millisecond)
-	if err := os.WriteFile(path, []byte(newLine(rec)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(newLine(t, rec)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := keys.Reload(); err != nil || !changed {
@@ -101,7 +101,7 @@ func revokeAPIKeyStreams(t *testing.T, newLine func(api.APIKey) string, ends boo
 		}
 		return
 	}
-	if now, _ := api.ParseAPIKeys([]byte(newLine(rec))); len(now) == 0 || now[0].Hash != rec.Hash {
+	if now, _ := api.ParseAPIKeys([]byte(newLine(t, rec))); len(now) == 0 || now[0].Hash != rec.Hash {
 		want(t, e.do("GET", "/v1/rooms/"+id, "", nil, "X-API-Key", key), 401, "UNAUTHENTICATED")
 	}
 
