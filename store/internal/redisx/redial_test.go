@@ -13,12 +13,10 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 )
 
-// A command sent first after a Redis restart whose outage opened go-redis'
-// dial breaker (PoolSize failed dials) runs: Redial sends it again once the
-// breaker's probe has closed it. Without it, it failed with the last dial
-// error for up to a second. (A transaction's case, the store's room read:
-// store's TestFirstCallAfterARedisRestartRuns.)
-func TestRedialAfterTheBreakerOpened(t *testing.T) {
+// redialed starts a Redis and a client of it with Redial (a pool of 2:
+// its breaker opens after 2 failed dials), both stopped when t ends.
+func redialed(t *testing.T) (*redistest.Server, *redis.Client) {
+	t.Helper()
 	srv, err := redistest.StartServer()
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +25,16 @@ func TestRedialAfterTheBreakerOpened(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2, DialerRetries: 1, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	c.AddHook(&Redial{})
+	return srv, c
+}
+
+// A command sent first after a Redis restart whose outage opened go-redis'
+// dial breaker (PoolSize failed dials) runs: Redial sends it again once the
+// breaker's probe has closed it. Without it, it failed with the last dial
+// error for up to a second. (A transaction's case, the store's room read:
+// store's TestFirstCallAfterARedisRestartRuns.)
+func TestRedialAfterTheBreakerOpened(t *testing.T) {
+	srv, c := redialed(t)
 	ctx := context.Background()
 	srv.Kill()
 	for range 4 { // twice PoolSize in failed dials
@@ -53,14 +61,7 @@ func TestRedialAfterTheBreakerOpened(t *testing.T) {
 // batches queued behind each paying it). The bound is the context's: a
 // call that waited for the redial returns only once it ended.
 func TestNoRedialWhileTheNodeRefuses(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2, DialerRetries: 1, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	c.AddHook(&Redial{})
+	srv, c := redialed(t)
 	srv.Kill()
 	for _, tc := range []struct {
 		name string
