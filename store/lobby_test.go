@@ -19,23 +19,7 @@ import (
 // walk pages through a listing and returns the ids in order.
 func walk(tb testing.TB, svc *lobby.Service, p lobby.ListParams) []string {
 	tb.Helper()
-	var ids []string
-	for pages := 0; ; pages++ {
-		page, err := svc.List(context.Background(), p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, r := range page.Rooms {
-			ids = append(ids, r.ID)
-		}
-		if page.NextCursor == "" {
-			return ids
-		}
-		if pages > 1000 {
-			tb.Fatal("listing never ends")
-		}
-		p.Cursor = page.NextCursor
-	}
+	return walkRooms(tb, svc, p, func(rooms.Room) bool { return true })
 }
 
 // walkCase is a listing and the rooms it must return: indexes into the
